@@ -1,0 +1,19 @@
+#pragma once
+// One register_<command> per subcommand file; main.cpp wires them.
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace biaslab::cli {
+
+void register_train(CLI::App& app);
+void register_eval(CLI::App& app);
+void register_models(CLI::App& app);
+
+/// The command line as typed, for meta.json.
+const std::string& command_line();
+void set_command_line(int argc, char** argv);
+
+}  // namespace biaslab::cli

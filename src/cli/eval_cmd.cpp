@@ -1,0 +1,51 @@
+// biaslab eval RUN_DIR|CHECKPOINT [--set k=v]... [--json]
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "engine/experiment.h"
+
+namespace biaslab::cli {
+
+void register_eval(CLI::App& app) {
+  struct Args {
+    std::string target;
+    std::vector<std::string> sets;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("eval", "Recompute test metrics from a run's best checkpoint");
+  cmd->add_option("target", args->target, "run directory or checkpoint file")->required();
+  cmd->add_option("--set", args->sets, "override a value of the stored config, e.g. data.root=... (repeatable)");
+  cmd->add_flag("--json", args->json, "print the result as JSON");
+  cmd->callback([args] {
+    const EvalReport r = evaluate_run(args->target, args->sets);
+    nlohmann::json out = {{"checkpoint", r.checkpoint},
+                          {"test_loss", r.test.loss},
+                          {"test_acc", r.test.accuracy},
+                          {"test_size", r.test.count}};
+    if (!r.recorded.is_null()) {
+      const double acc = r.recorded.at("test_acc").get<double>();
+      const double loss = r.recorded.at("test_loss").get<double>();
+      out["recorded_test_acc"] = acc;
+      out["recorded_test_loss"] = loss;
+      out["matches_recorded"] = acc == r.test.accuracy && std::abs(loss - r.test.loss) <= 1e-6 * std::max(1.0, loss);
+    }
+    if (args->json) {
+      std::cout << out.dump(2) << "\n";
+      return;
+    }
+    std::cout << "checkpoint: " << r.checkpoint << "\n"
+              << fmt::format("test: {} images, loss {:.6f}, accuracy {:.2f}%\n", r.test.count, r.test.loss,
+                             100 * r.test.accuracy);
+    if (out.contains("matches_recorded")) {
+      std::cout << fmt::format("recorded in summary.json (best epoch): loss {:.6f}, accuracy {:.2f}% -> {}\n",
+                               out["recorded_test_loss"].get<double>(), 100 * out["recorded_test_acc"].get<double>(),
+                               out["matches_recorded"].get<bool>() ? "match" : "MISMATCH");
+    }
+  });
+}
+
+}  // namespace biaslab::cli

@@ -1,0 +1,48 @@
+// biaslab: train and compare ViTs, ResNets and hybrids. Exit status: 0 ok, 1 unexpected
+// error, 2 bad config or command line, 3 bad data, 5 bad checkpoint or run directory.
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "core/build_info.h"
+#include "core/errors.h"
+#include "core/logging.h"
+
+namespace biaslab::cli {
+namespace {
+std::string g_command_line;
+}
+const std::string& command_line() { return g_command_line; }
+void set_command_line(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) g_command_line += (i ? " " : "") + std::string(argv[i]);
+}
+}  // namespace biaslab::cli
+
+int main(int argc, char** argv) {
+  using namespace biaslab;
+  setup_logging();
+  cli::set_command_line(argc, argv);
+  CLI::App app{"biaslab: ViTs, ResNets and hybrid CNN-Transformers under one trainer"};
+  app.set_version_flag("--version", std::string(build::kVersion) + " (" + build::kGitCommit + ")");
+  app.require_subcommand(1);
+  cli::register_train(app);
+  cli::register_eval(app);
+  cli::register_models(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const Error& e) {
+    spdlog::error("{}", e.what());
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    spdlog::error("{}", e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

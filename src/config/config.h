@@ -1,0 +1,98 @@
+#pragma once
+// Plain typed configuration structs. YAML never leaves src/config: everything else
+// receives these structs (and modules receive their own Options built from them).
+// Field names are exactly the YAML keys.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace biaslab {
+
+struct ModelConfig {
+  std::string preset;            ///< models/<preset>.yaml the values came from (informational)
+  std::string family;            ///< resnet | vit (required)
+  // ResNet
+  std::string stem = "cifar";    ///< cifar (3x3 conv) | imagenet (7x7 stride-2 conv + max-pool)
+  std::vector<int64_t> layers = {3, 3, 3};      ///< blocks per stage
+  std::vector<int64_t> widths = {16, 32, 64};   ///< channels per stage
+  bool zero_init_residual = false;  ///< last BatchNorm of each block starts at zero
+  // ViT
+  int64_t patch_size = 4;
+  int64_t embed_dim = 192;
+  int64_t depth = 6;
+  int64_t num_heads = 3;
+  double mlp_ratio = 2.0;
+  bool qkv_bias = true;
+  double drop_rate = 0.0;        ///< dropout after embeddings, in MLPs and projections
+  double attn_drop_rate = 0.0;   ///< dropout on attention weights
+  std::string pool = "cls";      ///< cls (class token) | gap (mean of patch tokens)
+};
+
+struct DataConfig {
+  std::string preset;            ///< data/<preset>.yaml the values came from (informational)
+  std::string format = "idx";    ///< idx
+  std::string root;              ///< folder holding the files below
+  std::string train_images;
+  std::string train_labels;
+  std::string test_images;
+  std::string test_labels;
+  int64_t image_size = 0;        ///< side length fed to the model; images are resized if needed
+  int64_t channels = 0;
+  int64_t num_classes = 0;
+  std::vector<double> mean;      ///< per-channel, on the [0, 1] scale
+  std::vector<double> std;
+  std::vector<std::string> class_names;
+  double train_fraction = 1.0;   ///< stratified share of the training set (0 < f <= 1)
+  int64_t train_per_class = 0;   ///< 0 = use train_fraction; else N images per class
+  int64_t subset_seed = 0;       ///< seed of the subset draws, independent of runtime.seed
+  double val_fraction = 0.0;     ///< stratified share of the training set held out for validation
+  double test_fraction = 1.0;    ///< stratified share of the test set (smoke tests only)
+  int64_t crop_padding = 0;      ///< random crop after zero padding by this many pixels; 0 = off
+  bool hflip = false;            ///< random horizontal flip
+};
+
+struct OptimConfig {
+  std::string name = "adamw";    ///< sgd | adamw
+  double lr = 1.0e-3;
+  double weight_decay = 0.05;    ///< not applied to norm weights, biases, pos_embed, cls_token
+  double momentum = 0.9;         ///< sgd
+  bool nesterov = false;         ///< sgd
+  std::vector<double> betas = {0.9, 0.999};  ///< adamw
+  double eps = 1.0e-8;           ///< adamw
+};
+
+struct SchedConfig {
+  std::string name = "cosine";   ///< cosine | constant
+  int64_t warmup_steps = 0;      ///< linear warm-up from 0 to optim.lr
+  double min_lr = 0.0;           ///< cosine floor
+};
+
+struct TrainConfig {
+  int64_t epochs = 10;
+  int64_t steps = 0;             ///< when > 0, stop after this many optimizer steps
+  int64_t batch_size = 128;
+  int64_t eval_batch_size = 512;
+  std::string precision = "fp32";  ///< fp32 | bf16 (autocast)
+  int64_t checkpoint_every = 0;  ///< also write `last` every N steps; 0 = at epoch end only
+  double label_smoothing = 0.0;
+  double grad_clip = 0.0;        ///< max global gradient norm; 0 = off
+  int64_t log_every = 50;        ///< steps between log lines when stderr is not a terminal
+};
+
+struct RuntimeConfig {
+  int64_t threads = 0;           ///< 0 = auto (all cores)
+  int64_t seed = 0;
+  std::string device = "auto";   ///< auto | cpu | cuda | cuda:N
+};
+
+struct Config {
+  std::string name;              ///< run name (default: the config file's stem)
+  ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  SchedConfig sched;
+  TrainConfig train;
+  RuntimeConfig runtime;
+};
+
+}  // namespace biaslab

@@ -1,0 +1,40 @@
+#pragma once
+// Reading configs: experiment YAML + presets (models/, data/) + --set overrides,
+// validated into a Config. This header does not expose yaml-cpp.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace biaslab {
+
+struct LoadOptions {
+  /// Folder holding models/ and data/ presets; empty = home_dir().
+  std::filesystem::path home;
+  /// False when reading a resolved config (a run's config.yaml): every value is
+  /// already explicit and presets are not looked up again.
+  bool resolve_presets = true;
+};
+
+/// Loads `path`, applies the presets it names and the `KEY=VALUE` overrides (values
+/// parsed as YAML), validates everything. Throws ConfigError naming file:line and key.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                   const LoadOptions& options = {});
+
+/// Same for YAML text; `source_name` stands for the file name in messages.
+Config load_config_text(const std::string& yaml, const std::string& source_name,
+                        const std::vector<std::string>& overrides = {},
+                        const LoadOptions& options = {});
+
+/// The resolved config as YAML: every key explicit, reloadable with resolve_presets=false.
+std::string to_yaml(const Config& config);
+
+/// BIASLAB_HOME if set, else the source tree biaslab was built from.
+std::filesystem::path home_dir();
+
+/// Names of the presets under home/<kind> (kind: "models" or "data"), sorted.
+std::vector<std::string> list_presets(const std::string& kind,
+                                      const std::filesystem::path& home = {});
+
+}  // namespace biaslab

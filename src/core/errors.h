@@ -1,0 +1,37 @@
+#pragma once
+// Error types and the process exit status each one maps to (see README "Exit status").
+#include <stdexcept>
+#include <string>
+
+namespace biaslab {
+
+/// Base of every error biaslab reports to the user by message alone.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+  virtual int exit_code() const { return 1; }
+};
+
+/// A bad configuration value, key, file or command-line override. Raised before
+/// any model or data is allocated.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 2; }
+};
+
+/// A missing, truncated or malformed data file.
+class DataError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 3; }
+};
+
+/// A missing, corrupt or incompatible checkpoint or run directory.
+class CheckpointError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 5; }
+};
+
+}  // namespace biaslab

@@ -1,0 +1,32 @@
+#include "core/torch_compat.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+namespace biaslab::compat {
+
+std::string torch_version() { return TORCH_VERSION; }
+
+bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  const bool was = at::autocast::is_autocast_enabled(device);
+  at::autocast::set_autocast_dtype(device, dtype);
+  at::autocast::set_autocast_enabled(device, enabled);
+  return was;
+#else
+  if (device == c10::DeviceType::CUDA) {
+    const bool was = at::autocast::is_enabled();
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(enabled);
+    return was;
+  }
+  const bool was = at::autocast::is_cpu_enabled();
+  at::autocast::set_autocast_cpu_dtype(dtype);
+  at::autocast::set_cpu_enabled(enabled);
+  return was;
+#endif
+}
+
+void clear_autocast_cache() { at::autocast::clear_cache(); }
+
+}  // namespace biaslab::compat

@@ -1,0 +1,37 @@
+#include "layers/attention.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace biaslab {
+
+AttentionImpl::AttentionImpl(const AttentionOptions& options_) : options(options_) { reset(); }
+
+void AttentionImpl::reset() {
+  TORCH_CHECK(options.dim() % options.num_heads() == 0, "Attention: dim ", options.dim(),
+              " is not divisible by num_heads ", options.num_heads());
+  qkv = register_module("qkv", torch::nn::Linear(
+      torch::nn::LinearOptions(options.dim(), 3 * options.dim()).bias(options.qkv_bias())));
+  attn_drop = register_module("attn_drop", torch::nn::Dropout(options.attn_drop()));
+  proj = register_module("proj", torch::nn::Linear(options.dim(), options.dim()));
+  proj_drop = register_module("proj_drop", torch::nn::Dropout(options.proj_drop()));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t b = x.size(0), n = x.size(1), c = x.size(2);
+  const int64_t h = options.num_heads(), d = c / h;
+  // (B, N, 3C) -> (B, N, 3, H, D) -> (3, B, H, N, D)
+  auto qkv_ = qkv(x).view({b, n, 3, h, d}).permute({2, 0, 3, 1, 4});
+  auto q = qkv_[0], k = qkv_[1], v = qkv_[2];
+  // Scale q before the product: the score variance stays ~1 and N x N work is saved.
+  auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
+  attn = attn.softmax(-1);
+  if (keep_attn_) last_attn_ = attn.detach();
+  attn = attn_drop(attn);
+  auto out = torch::matmul(attn, v);                  // (B, H, N, D)
+  out = out.transpose(1, 2).reshape({b, n, c});       // (B, N, C)
+  return proj_drop(proj(out));
+}
+
+}  // namespace biaslab

@@ -1,0 +1,69 @@
+#include "models/registry.h"
+
+#include <functional>
+#include <map>
+
+#include "config/suggest.h"
+#include "core/errors.h"
+#include "models/resnet.h"
+#include "models/vit.h"
+
+namespace biaslab {
+namespace {
+
+using Builder = std::function<ClassifierPtr(const ModelConfig&, const InputSpec&)>;
+
+ClassifierPtr build_resnet(const ModelConfig& m, const InputSpec& in) {
+  return std::make_shared<ResNetImpl>(ResNetOptions(in.num_classes)
+                                          .in_chans(in.channels)
+                                          .stem(m.stem)
+                                          .layers(m.layers)
+                                          .widths(m.widths)
+                                          .zero_init_residual(m.zero_init_residual));
+}
+
+ClassifierPtr build_vit(const ModelConfig& m, const InputSpec& in) {
+  return std::make_shared<ViTImpl>(ViTOptions(in.image_size, m.patch_size, in.num_classes)
+                                       .in_chans(in.channels)
+                                       .embed_dim(m.embed_dim)
+                                       .depth(m.depth)
+                                       .num_heads(m.num_heads)
+                                       .mlp_ratio(m.mlp_ratio)
+                                       .qkv_bias(m.qkv_bias)
+                                       .drop_rate(m.drop_rate)
+                                       .attn_drop_rate(m.attn_drop_rate)
+                                       .pool(m.pool));
+}
+
+// Explicit table (self-registering statics are dropped when linking a static library).
+const std::map<std::string, Builder>& registry() {
+  static const std::map<std::string, Builder> table = {
+      {"resnet", build_resnet},
+      {"vit", build_vit},
+  };
+  return table;
+}
+
+}  // namespace
+
+ClassifierPtr build_model(const ModelConfig& cfg, const InputSpec& input) {
+  auto it = registry().find(cfg.family);
+  if (it == registry().end())
+    throw ConfigError("model.family: unknown family '" + cfg.family + "'" + did_you_mean(cfg.family, model_families()) +
+                      "; expected one of: " + join(model_families()));
+  return it->second(cfg, input);
+}
+
+std::vector<std::string> model_families() {
+  std::vector<std::string> names;
+  for (const auto& [name, builder] : registry()) names.push_back(name);
+  return names;
+}
+
+int64_t count_parameters(const torch::nn::Module& module) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace biaslab

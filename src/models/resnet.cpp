@@ -1,0 +1,84 @@
+#include "models/resnet.h"
+
+#include <torch/torch.h>
+
+namespace biaslab {
+namespace nn = torch::nn;
+
+namespace {
+nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false));
+}
+}  // namespace
+
+BasicBlockImpl::BasicBlockImpl(const BasicBlockOptions& options_) : options(options_) { reset(); }
+
+void BasicBlockImpl::reset() {
+  const int64_t in = options.in_channels(), out = options.out_channels(), s = options.stride();
+  conv1 = register_module("conv1", conv(in, out, 3, s));
+  bn1 = register_module("bn1", nn::BatchNorm2d(out));
+  conv2 = register_module("conv2", conv(out, out, 3, 1));
+  bn2 = register_module("bn2", nn::BatchNorm2d(out));
+  if (s != 1 || in != out) {
+    downsample = register_module("downsample", nn::Sequential(conv(in, out, 1, s), nn::BatchNorm2d(out)));
+  }
+}
+
+torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
+  auto y = torch::relu(bn1(conv1(x)));
+  y = bn2(conv2(y));
+  auto identity = downsample ? downsample->forward(x) : x;
+  return torch::relu(y + identity);
+}
+
+ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
+  const auto& layers = options.layers();
+  const auto& widths = options.widths();
+  TORCH_CHECK(!layers.empty() && layers.size() == widths.size(), "ResNet: need one width per stage, got ",
+              layers.size(), " stages and ", widths.size(), " widths");
+  TORCH_CHECK(options.stem() == "cifar" || options.stem() == "imagenet", "ResNet: unknown stem '",
+              options.stem(), "'");
+  const bool imagenet = options.stem() == "imagenet";
+  conv1 = register_module("conv1", imagenet ? conv(options.in_chans(), widths[0], 7, 2)
+                                            : conv(options.in_chans(), widths[0], 3, 1));
+  bn1 = register_module("bn1", nn::BatchNorm2d(widths[0]));
+  if (imagenet) maxpool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+
+  int64_t in = widths[0];
+  for (size_t s = 0; s < layers.size(); ++s) {
+    nn::Sequential stage;
+    for (int64_t b = 0; b < layers[s]; ++b) {
+      const int64_t stride = (b == 0 && s > 0) ? 2 : 1;
+      stage->push_back(BasicBlock(BasicBlockOptions(in, widths[s]).stride(stride)));
+      in = widths[s];
+    }
+    stages.push_back(register_module("layer" + std::to_string(s + 1), stage));
+  }
+  fc = register_module("fc", nn::Linear(in, options.num_classes()));
+
+  // torchvision's initialisation: He normal (fan_out) for convs, BN at (1, 0).
+  torch::NoGradGuard no_grad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<nn::Conv2d>()) {
+      nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+    } else if (auto* bn = m->as<nn::BatchNorm2d>()) {
+      bn->weight.fill_(1.0);
+      bn->bias.zero_();
+    }
+  }
+  if (options.zero_init_residual()) {
+    for (auto& m : modules(false))
+      if (auto* block = m->as<BasicBlock>()) block->bn2->weight.zero_();
+  }
+}
+
+torch::Tensor ResNetImpl::forward_features(const torch::Tensor& x) {
+  auto y = torch::relu(bn1(conv1(x)));
+  if (maxpool) y = maxpool(y);
+  for (auto& stage : stages) y = stage->forward(y);
+  return y.mean({2, 3});  // global average pool: (B, C, H, W) -> (B, C)
+}
+
+torch::Tensor ResNetImpl::forward(const torch::Tensor& x) { return fc(forward_features(x)); }
+
+}  // namespace biaslab

@@ -1,0 +1,75 @@
+#pragma once
+// ResNet (He et al. 2016, arXiv:1512.03385) with BasicBlocks, in two flavours:
+//  - cifar stem: one 3x3 conv, stages at full resolution (ResNet-20/32/56: depth 6n+2);
+//  - imagenet stem: 7x7 stride-2 conv + 3x3 max-pool (ResNet-18/34, torchvision layout).
+// Differences from the CIFAR paper: shortcuts that change shape are 1x1 conv + BN
+// projections (option B) rather than zero-padding (option A).
+// Submodule names follow torchvision: conv1, bn1, layer1.0.conv1, ..., downsample, fc.
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+#include <vector>
+
+#include "models/classifier.h"
+
+namespace biaslab {
+
+struct BasicBlockOptions {
+  BasicBlockOptions(int64_t in_channels, int64_t out_channels)
+      : in_channels_(in_channels), out_channels_(out_channels) {}
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  /// Stride of the first 3x3 conv (2 halves the resolution).
+  TORCH_ARG(int64_t, stride) = 1;
+};
+
+/// conv3x3-BN-ReLU-conv3x3-BN, plus the (projected) input, then ReLU.
+class BasicBlockImpl : public torch::nn::Cloneable<BasicBlockImpl> {
+ public:
+  explicit BasicBlockImpl(const BasicBlockOptions& options);
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+
+  BasicBlockOptions options;
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Sequential downsample{nullptr};  // empty when the shapes already match
+};
+TORCH_MODULE(BasicBlock);
+
+struct ResNetOptions {
+  explicit ResNetOptions(int64_t num_classes) : num_classes_(num_classes) {}
+  TORCH_ARG(int64_t, num_classes);
+  TORCH_ARG(int64_t, in_chans) = 3;
+  /// "cifar" (3x3 conv) or "imagenet" (7x7 stride-2 conv + max-pool).
+  TORCH_ARG(std::string, stem) = "cifar";
+  /// Blocks per stage; every stage after the first halves the resolution.
+  TORCH_ARG(std::vector<int64_t>, layers) = std::vector<int64_t>{3, 3, 3};
+  /// Channels per stage; the stem outputs widths[0].
+  TORCH_ARG(std::vector<int64_t>, widths) = std::vector<int64_t>{16, 32, 64};
+  /// Zero-init each block's last BN so blocks start as identities (Goyal et al. 2017).
+  TORCH_ARG(bool, zero_init_residual) = false;
+};
+
+class ResNetImpl : public Classifier {
+ public:
+  explicit ResNetImpl(const ResNetOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) override;
+  /// Features before the classifier: (B, widths.back()).
+  torch::Tensor forward_features(const torch::Tensor& x);
+
+  ResNetOptions options;
+  torch::nn::Conv2d conv1{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr};
+  torch::nn::MaxPool2d maxpool{nullptr};  // imagenet stem only
+  std::vector<torch::nn::Sequential> stages;  // registered as layer1, layer2, ...
+  torch::nn::Linear fc{nullptr};
+};
+
+}  // namespace biaslab

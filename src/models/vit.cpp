@@ -1,0 +1,59 @@
+#include "models/vit.h"
+
+#include <torch/torch.h>
+
+#include "layers/init.h"
+#include "layers/transformer_block.h"
+
+namespace biaslab {
+namespace nn = torch::nn;
+
+ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
+  TORCH_CHECK(options.pool() == "cls" || options.pool() == "gap", "ViT: unknown pool '", options.pool(), "'");
+  const int64_t dim = options.embed_dim();
+  patch_embed = register_module("patch_embed", PatchEmbed(PatchEmbedOptions(
+      options.img_size(), options.patch_size(), options.in_chans(), dim)));
+  const bool use_cls = options.pool() == "cls";
+  const int64_t tokens = patch_embed->num_patches() + (use_cls ? 1 : 0);
+  if (use_cls) cls_token = register_parameter("cls_token", torch::zeros({1, 1, dim}));
+  pos_embed = register_parameter("pos_embed", torch::zeros({1, tokens, dim}));
+  pos_drop = register_module("pos_drop", nn::Dropout(options.drop_rate()));
+  blocks = register_module("blocks", nn::Sequential());
+  for (int64_t i = 0; i < options.depth(); ++i) {
+    blocks->push_back(TransformerBlock(TransformerBlockOptions(dim, options.num_heads())
+                                           .mlp_ratio(options.mlp_ratio())
+                                           .qkv_bias(options.qkv_bias())
+                                           .drop(options.drop_rate())
+                                           .attn_drop(options.attn_drop_rate())));
+  }
+  norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({dim}).eps(1e-6)));
+  head = register_module("head", nn::Linear(dim, options.num_classes()));
+
+  // timm's initialisation: truncated normal (0.02) for Linear weights and pos_embed,
+  // zero biases, N(0, 1e-6) class token; the patch conv keeps LibTorch's default.
+  torch::NoGradGuard no_grad;
+  trunc_normal_(pos_embed, 0.02);
+  if (use_cls) cls_token.normal_(0.0, 1e-6);
+  for (auto& m : modules(false)) {
+    if (auto* lin = m->as<nn::Linear>()) {
+      trunc_normal_(lin->weight, 0.02);
+      if (lin->bias.defined()) lin->bias.zero_();
+    }
+  }
+}
+
+torch::Tensor ViTImpl::forward_features(const torch::Tensor& x) {
+  auto t = patch_embed(x);  // (B, N, D)
+  if (cls_token.defined()) t = torch::cat({cls_token.expand({t.size(0), -1, -1}), t}, 1);  // (B, N+1, D)
+  t = pos_drop(t + pos_embed);
+  t = blocks->forward(t);
+  return norm(t);
+}
+
+torch::Tensor ViTImpl::forward(const torch::Tensor& x) {
+  auto t = forward_features(x);
+  auto pooled = cls_token.defined() ? t.select(1, 0) : t.mean(1);  // (B, D)
+  return head(pooled);
+}
+
+}  // namespace biaslab

@@ -1,0 +1,53 @@
+#pragma once
+// Vision Transformer (Dosovitskiy et al. 2021, arXiv:2010.11929), timm layout:
+// patch_embed.proj, cls_token, pos_embed, blocks.N.{norm1,attn.qkv,attn.proj,norm2,mlp.fc1,mlp.fc2},
+// norm, head. Pre-norm blocks, learned positional embedding, class-token or mean pooling.
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <string>
+
+#include "layers/patch_embed.h"
+#include "models/classifier.h"
+
+namespace biaslab {
+
+struct ViTOptions {
+  ViTOptions(int64_t img_size, int64_t patch_size, int64_t num_classes)
+      : img_size_(img_size), patch_size_(patch_size), num_classes_(num_classes) {}
+  TORCH_ARG(int64_t, img_size);
+  TORCH_ARG(int64_t, patch_size);
+  TORCH_ARG(int64_t, num_classes);
+  TORCH_ARG(int64_t, in_chans) = 3;
+  TORCH_ARG(int64_t, embed_dim) = 192;
+  TORCH_ARG(int64_t, depth) = 12;
+  TORCH_ARG(int64_t, num_heads) = 3;
+  TORCH_ARG(double, mlp_ratio) = 4.0;
+  TORCH_ARG(bool, qkv_bias) = true;
+  /// Dropout on embeddings, after attention projections and in MLPs.
+  TORCH_ARG(double, drop_rate) = 0.0;
+  TORCH_ARG(double, attn_drop_rate) = 0.0;
+  /// "cls": classify the class token; "gap": mean of the patch tokens (no class token).
+  TORCH_ARG(std::string, pool) = "cls";
+};
+
+class ViTImpl : public Classifier {
+ public:
+  explicit ViTImpl(const ViTOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) override;
+  /// Tokens after the final norm: (B, N(+1), D).
+  torch::Tensor forward_features(const torch::Tensor& x);
+
+  ViTOptions options;
+  PatchEmbed patch_embed{nullptr};
+  torch::Tensor cls_token;  // (1, 1, D); undefined with gap pooling
+  torch::Tensor pos_embed;  // (1, N(+1), D)
+  torch::nn::Dropout pos_drop{nullptr};
+  torch::nn::Sequential blocks{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+
+}  // namespace biaslab

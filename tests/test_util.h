@@ -1,0 +1,23 @@
+#pragma once
+// Helpers shared by the unit tests.
+#include <filesystem>
+#include <string>
+
+namespace biaslab::test {
+
+/// A fresh empty folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Writes `text` to `path`.
+void write_text(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace biaslab::test
