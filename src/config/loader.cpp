@@ -54,6 +54,8 @@ void flatten(const YAML::Node& node, const std::string& prefix, const std::strin
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
     Entry e{it->second, file, it->first.Mark().line + 1};
+    if (out.count(key) && out.at(key).file == file)
+      throw ConfigError(e.where() + ": duplicate key '" + key + "' (first at " + out.at(key).where() + ")");
     if (it->second.IsMap()) {
       flatten(it->second, key, file, out);
     } else {
@@ -94,6 +96,13 @@ void flatten_document(const YAML::Node& doc, const std::string& file, Flat& out)
     if (std::find(top.begin(), top.end(), key) == top.end())
       throw ConfigError(file + ":" + std::to_string(line) + ": unknown top-level key '" + key +
                         "'" + did_you_mean(key, top) + "; expected one of: " + join(top));
+    const bool seen = key == "name" ? out.count(key) > 0
+                                    : std::any_of(out.begin(), out.end(), [&](const auto& kv) {
+                                        return kv.first.rfind(key + ".", 0) == 0;
+                                      });
+    if (seen)
+      throw ConfigError(file + ":" + std::to_string(line) + ": duplicate section '" + key +
+                        "': merge its keys into the first one");
     if (key == "name") {
       out[key] = Entry{it->second, file, line};
     } else if (it->second.IsNull()) {

@@ -97,18 +97,23 @@ json epoch_json(const EpochRecord& r) {
 json run_training(const Config& cfg, const TrainRequest& req) {
   const auto wall_start = std::chrono::steady_clock::now();
   const fs::path dir = req.run_dir;
-  // Everything that can be rejected without touching the run directory comes first.
+  // Everything that can fail on bad input (device, data files, model options) happens
+  // before the run directory is touched, so a failed start leaves nothing behind.
   const c10::Device device = select_device(cfg.runtime.device);
+  const int threads = set_threads(int(cfg.runtime.threads));
+  seed_everything(uint64_t(cfg.runtime.seed));
+  Dataset data = load_dataset(cfg.data);
+  ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
+  model->to(device);
+  const int64_t params = count_parameters(*model);
+
   prepare_run_dir(dir, req.force);
   log_to_file((dir / "train.log").string());
   struct LogFileCloser {
     ~LogFileCloser() { stop_log_file(); }
   } closer;
-
   const std::string config_yaml = to_yaml(cfg);
   atomic_write(dir / "config.yaml", config_yaml);
-  const int threads = set_threads(int(cfg.runtime.threads));
-  seed_everything(uint64_t(cfg.runtime.seed));
   json meta = {{"biaslab_version", build::kVersion},
                {"git_commit", build::kGitCommit},
                {"libtorch_version", compat::torch_version()},
@@ -123,19 +128,13 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   atomic_write(dir / "meta.json", meta.dump(2) + "\n");
   spdlog::info("run {} -> {} (libtorch {}, {} thread(s), device {})", cfg.name, dir.string(),
                compat::torch_version(), threads, device.str());
-
-  Dataset data = load_dataset(cfg.data);
   spdlog::info("data: {} train / {} val / {} test images, {}x{}x{}, {} classes", data.train.size(), data.val.size(),
                data.test.size(), cfg.data.channels, cfg.data.image_size, cfg.data.image_size, cfg.data.num_classes);
+  spdlog::info("model: {} ({}), {} parameters", cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset,
+               cfg.model.family, params);
   Loader train(data.train, loader_options(cfg, cfg.train.batch_size, true));
   Loader val(data.val, loader_options(cfg, cfg.train.eval_batch_size, false));
   Loader test(data.test, loader_options(cfg, cfg.train.eval_batch_size, false));
-
-  ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
-  model->to(device);
-  const int64_t params = count_parameters(*model);
-  spdlog::info("model: {} ({}), {} parameters", cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset,
-               cfg.model.family, params);
   auto optimizer = make_optimizer(*model, cfg.optim);
   LrSchedule schedule(cfg.sched, cfg.optim.lr, planned_steps(cfg.train, train.batches_per_epoch()));
 

@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "layers/attention.h"
+#include "layers/init.h"
+#include "layers/mlp.h"
+#include "layers/patch_embed.h"
+#include "layers/transformer_block.h"
+
+using namespace biaslab;
+
+TEST(Attention, PermutationEquivariantWithoutPositions) {
+  torch::manual_seed(0);
+  Attention attn(AttentionOptions(16, 4));
+  auto x = torch::randn({2, 7, 16});
+  auto perm = torch::randperm(7, torch::kLong);
+  auto lhs = attn(x.index_select(1, perm));
+  auto rhs = attn(x).index_select(1, perm);
+  EXPECT_TRUE(torch::allclose(lhs, rhs, 1e-5, 1e-6));
+  // The whole pre-norm block is too.
+  TransformerBlock block(TransformerBlockOptions(16, 4).mlp_ratio(2.0));
+  EXPECT_TRUE(torch::allclose(block(x.index_select(1, perm)), block(x).index_select(1, perm), 1e-5, 1e-6));
+}
+
+TEST(Attention, RowsAreDistributions) {
+  torch::manual_seed(1);
+  Attention attn(AttentionOptions(8, 2));
+  attn->keep_attention(true);
+  attn(torch::randn({3, 5, 8}));
+  auto a = attn->last_attention();
+  EXPECT_EQ(a.sizes(), (torch::IntArrayRef{3, 2, 5, 5}));
+  EXPECT_TRUE(torch::allclose(a.sum(-1), torch::ones({3, 2, 5})));
+  EXPECT_TRUE((a >= 0).all().item<bool>());
+}
+
+TEST(Attention, IdenticalTokensAttendUniformly) {
+  Attention attn(AttentionOptions(8, 2));
+  attn->keep_attention(true);
+  auto x = torch::randn({1, 1, 8}).expand({1, 6, 8});
+  auto y = attn(x);
+  EXPECT_TRUE(torch::allclose(attn->last_attention(), torch::full({1, 2, 6, 6}, 1.0 / 6.0)));
+  // Averaging identical values returns that value: every output token is the same.
+  EXPECT_TRUE(torch::allclose(y, y.select(1, 0).unsqueeze(1).expand_as(y), 1e-6, 1e-6));
+}
+
+TEST(Attention, MatchesTheDefinitionHeadByHead) {
+  torch::manual_seed(2);
+  const int64_t dim = 8, heads = 2, d = dim / heads, n = 4;
+  Attention attn(AttentionOptions(dim, heads));
+  auto x = torch::randn({1, n, dim});
+  auto qkv = attn->qkv(x)[0];  // (N, 3C): [q | k | v], heads contiguous in each
+  std::vector<torch::Tensor> outs;
+  for (int64_t h = 0; h < heads; ++h) {
+    auto q = qkv.narrow(1, h * d, d), k = qkv.narrow(1, dim + h * d, d), v = qkv.narrow(1, 2 * dim + h * d, d);
+    auto a = torch::softmax(torch::mm(q, k.t()) / std::sqrt(double(d)), 1);
+    outs.push_back(torch::mm(a, v));
+  }
+  auto ref = attn->proj(torch::cat(outs, 1));
+  EXPECT_TRUE(torch::allclose(attn(x)[0], ref, 1e-5, 1e-6));
+}
+
+TEST(Attention, RejectsIndivisibleHeads) { EXPECT_THROW(Attention(AttentionOptions(10, 3)), c10::Error); }
+
+TEST(Layers, PatchEmbedTokensInRowMajorOrder) {
+  PatchEmbed pe(PatchEmbedOptions(8, 4, 1, 3));
+  EXPECT_EQ(pe->num_patches(), 4);
+  auto x = torch::zeros({1, 1, 8, 8});
+  x.index_put_({0, 0, torch::indexing::Slice(0, 4), torch::indexing::Slice(4, 8)}, 1.0);  // top-right patch
+  auto t = pe(x) - pe(torch::zeros({1, 1, 8, 8}));  // remove the bias
+  EXPECT_EQ(t.sizes(), (torch::IntArrayRef{1, 4, 3}));
+  EXPECT_GT(t[0][1].abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(t[0][0].abs().sum().item<double>(), 0.0);
+  EXPECT_THROW(PatchEmbed(PatchEmbedOptions(10, 4, 1, 3)), c10::Error);
+}
+
+TEST(Layers, MlpShape) {
+  Mlp mlp(MlpOptions(6, 12));
+  EXPECT_EQ(mlp(torch::randn({2, 3, 6})).sizes(), (torch::IntArrayRef{2, 3, 6}));
+  EXPECT_EQ(mlp->fc1->weight.sizes(), (torch::IntArrayRef{12, 6}));
+}
+
+TEST(Layers, TruncNormalStaysInsideTwoSigma) {
+  auto t = torch::empty({100000});
+  trunc_normal_(t, 0.02);
+  EXPECT_LE(t.abs().max().item<double>(), 0.04 + 1e-9);
+  // Std of N(0, s^2) truncated at 2s is 0.8796 s.
+  EXPECT_NEAR(t.std().item<double>(), 0.02 * 0.8796, 0.0005);
+  EXPECT_NEAR(t.mean().item<double>(), 0.0, 0.0005);
+}

@@ -1,0 +1,195 @@
+#include <gtest/gtest.h>
+
+#include "config/loader.h"
+#include "core/errors.h"
+#include "test_util.h"
+
+using namespace biaslab;
+using biaslab::test::TempDir;
+using biaslab::test::write_text;
+
+namespace {
+
+const char* kResnet = "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n";
+const char* kVit = "model: {preset: vit_lite_p4}\ndata: {preset: fashion_mnist}\n";
+
+// Loads `yaml` from a real file (so messages carry its path) and returns the
+// ConfigError message, failing the test if no ConfigError is thrown.
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  TempDir dir;
+  const auto path = dir / "exp.yaml";
+  write_text(path, yaml);
+  try {
+    load_config(path.string(), sets);
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    const auto at = msg.find(path.string());
+    return at == std::string::npos ? msg : msg.replace(at, path.string().size(), "exp.yaml");
+  }
+  ADD_FAILURE() << "expected a ConfigError for:\n" << yaml;
+  return "";
+}
+
+}  // namespace
+
+TEST(ConfigLoader, PresetsFillInModelAndData) {
+  Config c = load_config_text(kResnet, "exp.yaml");
+  EXPECT_EQ(c.name, "exp");
+  EXPECT_EQ(c.model.preset, "resnet20");
+  EXPECT_EQ(c.model.family, "resnet");
+  EXPECT_EQ(c.model.layers, (std::vector<int64_t>{3, 3, 3}));
+  EXPECT_EQ(c.data.image_size, 28);
+  EXPECT_EQ(c.data.channels, 1);
+  EXPECT_EQ(c.data.num_classes, 10);
+  EXPECT_EQ(c.data.class_names.size(), 10u);
+  EXPECT_EQ(c.optim.name, "adamw");  // struct default
+}
+
+TEST(ConfigLoader, PrecedenceDefaultsPresetExperimentSet) {
+  // preset says depth 6; experiment says 4; --set says 2 -> 2. embed_dim only in preset.
+  Config c = load_config_text("model: {preset: vit_lite_p4, depth: 4, num_heads: 2}\ndata: {preset: fashion_mnist}\n",
+                              "exp.yaml", {"model.depth=2"});
+  EXPECT_EQ(c.model.depth, 2);
+  EXPECT_EQ(c.model.num_heads, 2);
+  EXPECT_EQ(c.model.embed_dim, 128);
+  EXPECT_EQ(c.model.mlp_ratio, 2.0);
+  Config d = load_config_text("model: {preset: vit_lite_p4, depth: 4}\ndata: {preset: fashion_mnist}\n", "exp.yaml");
+  EXPECT_EQ(d.model.depth, 4);
+}
+
+TEST(ConfigLoader, SetValuesAreParsedAsYaml) {
+  Config c = load_config_text(kResnet, "exp.yaml",
+                              {"model.layers=[1, 1, 1]", "optim.lr=0.05", "data.hflip=true", "runtime.threads=3",
+                               "train.steps=~", "name=custom"});
+  EXPECT_EQ(c.model.layers, (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.05);
+  EXPECT_TRUE(c.data.hflip);
+  EXPECT_EQ(c.runtime.threads, 3);
+  EXPECT_EQ(c.train.steps, 0);
+  EXPECT_EQ(c.name, "custom");
+}
+
+TEST(ConfigLoader, SetCanSwitchThePreset) {
+  Config c = load_config_text(kResnet, "exp.yaml", {"model.preset=resnet56"});
+  EXPECT_EQ(c.model.layers, (std::vector<int64_t>{9, 9, 9}));
+}
+
+TEST(ConfigLoader, ThreadsAuto) {
+  Config c = load_config_text(std::string(kResnet) + "runtime: {threads: auto}\n", "exp.yaml");
+  EXPECT_EQ(c.runtime.threads, 0);
+}
+
+TEST(ConfigLoader, ResolvedYamlRoundTrips) {
+  Config c = load_config_text(kVit, "exp.yaml", {"optim.lr=0.1", "model.pool=gap", "data.train_per_class=7"});
+  const std::string yaml = to_yaml(c);
+  LoadOptions no_presets;
+  no_presets.resolve_presets = false;
+  Config back = load_config_text(yaml, "config.yaml", {}, no_presets);
+  EXPECT_EQ(to_yaml(back), yaml);
+  EXPECT_EQ(back.model.pool, "gap");
+  EXPECT_EQ(back.data.train_per_class, 7);
+  EXPECT_DOUBLE_EQ(back.optim.lr, 0.1);
+  // Family-specific keys of the other family are not written.
+  EXPECT_EQ(yaml.find("layers"), std::string::npos);
+}
+
+TEST(ConfigErrors, UnknownKeyNamesFileLineKeyAndSuggestion) {
+  const std::string msg = error_of("model: {preset: vit_lite_p4}\ndata: {preset: fashion_mnist}\noptim:\n  lr: 0.1\n  wieght_decay: 0.1\n");
+  EXPECT_NE(msg.find("exp.yaml:5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("optim.wieght_decay"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'weight_decay'"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, UnknownTopLevelSection) {
+  const std::string msg = error_of(std::string(kResnet) + "trian: {epochs: 3}\n");
+  EXPECT_NE(msg.find("exp.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'train'"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, WrongTypeNamesExpectedType) {
+  const std::string msg = error_of(std::string(kResnet) + "train:\n  epochs: three\n");
+  EXPECT_NE(msg.find("exp.yaml:4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("train.epochs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected an integer"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("three"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, OutOfRange) {
+  const std::string msg = error_of(kResnet, {"data.train_fraction=1.5"});
+  EXPECT_NE(msg.find("--set data.train_fraction=1.5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(0.0, 1.0]"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, BadChoiceListsChoicesAndSuggests) {
+  const std::string msg = error_of(std::string(kResnet) + "optim: {name: adamm}\n");
+  EXPECT_NE(msg.find("exp.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("optim.name"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'adamw'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sgd, adamw"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, PatchSizeMustDivideImage) {
+  const std::string msg = error_of("model:\n  preset: vit_lite_p4\n  patch_size: 5\ndata: {preset: fashion_mnist}\n");
+  EXPECT_NE(msg.find("exp.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.patch_size"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not divide the image size 28"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, EmbedDimMustBeDivisibleByHeads) {
+  const std::string msg = error_of(kVit, {"model.num_heads=5"});
+  EXPECT_NE(msg.find("--set model.num_heads=5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not divisible by num_heads 5"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, UnknownPresetSuggests) {
+  const std::string msg = error_of("model: {preset: resnet2}\ndata: {preset: fashion_mnist}\n");
+  EXPECT_NE(msg.find("exp.yaml:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.preset"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'resnet20'"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, KeyOfAnotherFamily) {
+  const std::string msg = error_of("model:\n  preset: resnet20\n  patch_size: 4\ndata: {preset: fashion_mnist}\n");
+  EXPECT_NE(msg.find("exp.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.patch_size applies to family 'vit'"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, MissingFamilyAndData) {
+  EXPECT_NE(error_of("data: {preset: fashion_mnist}\n").find("model.family: missing"), std::string::npos);
+  EXPECT_NE(error_of("model: {preset: resnet20}\n").find("data.image_size: missing"), std::string::npos);
+}
+
+TEST(ConfigErrors, MalformedOverridesAndYaml) {
+  EXPECT_NE(error_of(kResnet, {"model.depth"}).find("expected KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"modle.depth=3"}).find("did you mean 'model'"), std::string::npos);
+  const std::string msg = error_of("model: {preset: resnet20\ndata: [\n");
+  EXPECT_NE(msg.find("YAML syntax error"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("exp.yaml:"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, ListLengthsChecked) {
+  EXPECT_NE(error_of(kResnet, {"model.widths=[16, 32]"}).find("one width per stage"), std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"data.mean=[0.1, 0.2]"}).find("expected 1 values"), std::string::npos);
+}
+
+TEST(ConfigErrors, DeviceSpec) {
+  const std::string msg = error_of(kResnet, {"runtime.device=gpu"});
+  EXPECT_NE(msg.find("runtime.device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("auto, cpu, cuda or cuda:N"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, MissingFile) {
+  try {
+    load_config("/nonexistent/exp.yaml");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/exp.yaml"), std::string::npos);
+  }
+}
+
+TEST(ConfigErrors, DuplicateSectionOrKey) {
+  const std::string msg = error_of(std::string(kResnet) + "data: {train_fraction: 0.5}\n");
+  EXPECT_NE(msg.find("exp.yaml:3: duplicate section 'data'"), std::string::npos) << msg;
+  const std::string msg2 = error_of(std::string(kResnet) + "optim:\n  lr: 0.1\n  lr: 0.2\n");
+  EXPECT_NE(msg2.find("duplicate key 'optim.lr'"), std::string::npos) << msg2;
+}

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "data/loader.h"
+
+using namespace biaslab;
+
+namespace {
+Split make_split(int64_t n) {
+  auto images = torch::arange(n, torch::kLong).view({n, 1, 1, 1}).expand({n, 1, 6, 6}).to(torch::kUInt8).contiguous();
+  return {images, torch::arange(n, torch::kLong)};
+}
+LoaderOptions opts(bool shuffle) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = shuffle;
+  o.seed = 9;
+  o.mean = {0.0};
+  o.std = {1.0};
+  return o;
+}
+}  // namespace
+
+TEST(Loader, CoversEverySampleOncePerEpoch) {
+  Loader loader(make_split(10), opts(true));
+  EXPECT_EQ(loader.batches_per_epoch(), 3);
+  std::vector<int64_t> seen;
+  for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
+    auto b = loader.batch(i);
+    for (int64_t j = 0; j < b.labels.size(0); ++j) seen.push_back(b.labels[j].item<int64_t>());
+    // Image pixels still belong to their label after shuffling.
+    EXPECT_TRUE(torch::allclose(b.images.select(1, 0).select(1, 0).select(1, 0) * 255.0, b.labels.to(torch::kFloat)));
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(Loader, DropLast) {
+  auto o = opts(true);
+  o.drop_last = true;
+  Loader loader(make_split(10), o);
+  EXPECT_EQ(loader.batches_per_epoch(), 2);
+}
+
+TEST(Loader, OrderDependsOnSeedAndEpochOnly) {
+  Loader a(make_split(32), opts(true)), b(make_split(32), opts(true));
+  a.set_epoch(3);
+  b.set_epoch(3);
+  EXPECT_TRUE(torch::equal(a.batch(2).labels, b.batch(2).labels));
+  b.set_epoch(4);
+  EXPECT_FALSE(torch::equal(a.batch(0).labels, b.batch(0).labels) && torch::equal(a.batch(1).labels, b.batch(1).labels));
+  Loader plain(make_split(8), opts(false));
+  EXPECT_TRUE(torch::equal(plain.batch(1).labels, torch::tensor({4, 5, 6, 7}, torch::kLong)));
+}
+
+TEST(Loader, AugmentationIsReproduciblePerBatch) {
+  auto o = opts(true);
+  o.crop_padding = 2;
+  o.hflip = true;
+  auto split = make_split(16);
+  split.images = torch::randint(0, 255, {16, 1, 6, 6}).to(torch::kUInt8);
+  Loader a(split, o), b(split, o);
+  a.set_epoch(1);
+  b.set_epoch(1);
+  auto x = a.batch(1).images;
+  EXPECT_EQ(x.sizes(), (torch::IntArrayRef{4, 1, 6, 6}));
+  EXPECT_TRUE(torch::equal(x, b.batch(1).images));
+}

@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "config/loader.h"
+#include "core/errors.h"
+#include "models/registry.h"
+#include "models/resnet.h"
+#include "models/vit.h"
+
+using namespace biaslab;
+
+namespace {
+
+// Every preset at a tiny input: batch 2, 3 x 16 x 16, 5 classes.
+Config tiny_config(const std::string& preset) {
+  return load_config_text("model: {preset: " + preset + "}\ndata: {preset: fashion_mnist}\n", "tiny.yaml",
+                          {"data.image_size=16", "data.channels=3", "data.num_classes=5", "data.mean=[0.5, 0.5, 0.5]",
+                           "data.std=[0.5, 0.5, 0.5]", "data.class_names=[]"});
+}
+
+class PresetTest : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(PresetTest, BuildsForwardsAndBackpropagates) {
+  torch::manual_seed(0);
+  const Config cfg = tiny_config(GetParam());
+  auto model = build_model(cfg.model, {3, 16, 5});
+  auto x = torch::randn({2, 3, 16, 16});
+  auto logits = model->forward(x);
+  EXPECT_EQ(logits.sizes(), (torch::IntArrayRef{2, 5}));
+  EXPECT_TRUE(torch::isfinite(logits).all().item<bool>());
+  logits.sum().backward();
+  for (const auto& p : model->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key() << " got no gradient";
+    EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPresets, PresetTest, ::testing::ValuesIn(list_presets("models")),
+                         [](const auto& info) { return info.param; });
+
+TEST(Models, PresetListIsComplete) {
+  const auto presets = list_presets("models");
+  for (const char* name : {"resnet18", "resnet20", "resnet56", "vit_lite_p4"})
+    EXPECT_NE(std::find(presets.begin(), presets.end(), name), presets.end()) << name;
+}
+
+TEST(Models, ParameterCountsMatchReferenceImplementations) {
+  // torchvision.models.resnet18(): 11,689,512.
+  ResNetImpl r18(ResNetOptions(1000).stem("imagenet").layers({2, 2, 2, 2}).widths({64, 128, 256, 512}));
+  EXPECT_EQ(count_parameters(r18), 11689512);
+  // CIFAR ResNet-20: 269,722 with zero-padding shortcuts (He et al.); our two 1x1
+  // conv + BN projections add 16*32 + 64 + 32*64 + 128 = 2,752.
+  ResNetImpl r20(ResNetOptions(10));
+  EXPECT_EQ(count_parameters(r20), 269722 + 2752);
+  // torchvision.models.vit_b_16() / timm vit_base_patch16_224: 86,567,656.
+  ViTImpl vitb(ViTOptions(224, 16, 1000).embed_dim(768).depth(12).num_heads(12).mlp_ratio(4.0));
+  EXPECT_EQ(count_parameters(vitb), 86567656);
+}
+
+TEST(Models, StateDictNamesFollowTimmAndTorchvision) {
+  ResNetImpl r(ResNetOptions(10));
+  auto names = r.named_parameters().keys();
+  for (const char* n : {"conv1.weight", "bn1.weight", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+                        "layer2.0.downsample.1.bias", "fc.weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  EXPECT_NE(r.named_buffers().find("layer3.2.bn2.running_mean"), nullptr);
+  ViTImpl v(ViTOptions(16, 4, 10).embed_dim(16).depth(2).num_heads(2));
+  auto vnames = v.named_parameters().keys();
+  for (const char* n : {"patch_embed.proj.weight", "cls_token", "pos_embed", "blocks.1.attn.qkv.weight",
+                        "blocks.0.attn.proj.bias", "blocks.0.norm1.weight", "blocks.0.mlp.fc2.weight", "norm.bias",
+                        "head.weight"})
+    EXPECT_NE(std::find(vnames.begin(), vnames.end(), n), vnames.end()) << n;
+}
+
+TEST(Models, VitPoolingAndShapes) {
+  ViTImpl cls(ViTOptions(16, 4, 10).embed_dim(16).depth(1).num_heads(2));
+  EXPECT_EQ(cls.pos_embed.sizes(), (torch::IntArrayRef{1, 17, 16}));
+  ViTImpl gap(ViTOptions(16, 4, 10).embed_dim(16).depth(1).num_heads(2).pool("gap").in_chans(1));
+  EXPECT_FALSE(gap.cls_token.defined());
+  EXPECT_EQ(gap.pos_embed.sizes(), (torch::IntArrayRef{1, 16, 16}));
+  EXPECT_EQ(gap.forward(torch::randn({3, 1, 16, 16})).sizes(), (torch::IntArrayRef{3, 10}));
+}
+
+TEST(Models, ResNetStemsDownsampleAsDocumented) {
+  ResNetImpl cifar(ResNetOptions(10).in_chans(1));
+  EXPECT_EQ(cifar.forward_features(torch::randn({2, 1, 28, 28})).sizes(), (torch::IntArrayRef{2, 64}));
+  ResNetImpl imagenet(ResNetOptions(10).stem("imagenet").layers({1, 1}).widths({8, 16}));
+  EXPECT_TRUE(imagenet.maxpool);
+  EXPECT_EQ(imagenet.forward(torch::randn({2, 3, 32, 32})).sizes(), (torch::IntArrayRef{2, 10}));
+}
+
+TEST(Models, ZeroInitResidualMakesBlocksIdentityPlusRelu) {
+  ResNetImpl r(ResNetOptions(10).zero_init_residual(true));
+  for (auto& m : r.modules(false))
+    if (auto* b = m->as<BasicBlock>()) EXPECT_EQ(b->bn2->weight.abs().sum().item<double>(), 0.0);
+}
+
+TEST(Models, UnknownFamilyIsAConfigError) {
+  ModelConfig m;
+  m.family = "vitt";
+  try {
+    build_model(m, {});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'vit'"), std::string::npos);
+  }
+}
