@@ -13,69 +13,113 @@ using namespace biaslab;
 using biaslab::test::TempDir;
 
 namespace {
+ResNetImpl tiny(int64_t width = 4) { return ResNetImpl(ResNetOptions(3).in_chans(1).layers({1}).widths({width})); }
+
 void train_step(ResNetImpl& m, torch::optim::Optimizer& opt) {
   opt.zero_grad();
   m.forward(torch::ones({2, 1, 8, 8})).sum().backward();
   opt.step();
 }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const CheckpointError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a CheckpointError";
+  return "";
+}
+
+void flip_byte(const std::string& path, std::streamoff at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x10);
+  f.seekp(at);
+  f.write(&c, 1);
+}
 }  // namespace
 
-TEST(Checkpoint, RoundTripModelOptimizerAndMeta) {
+TEST(Checkpoint, RoundTripModelOptimizerEmaAndContents) {
   TempDir dir;
   torch::manual_seed(0);
-  ResNetImpl a(ResNetOptions(3).in_chans(1).layers({1}).widths({4}));
+  ResNetImpl a = tiny(), a_ema = tiny();
   OptimConfig oc;
   auto opt_a = make_optimizer(a, oc);
   train_step(a, *opt_a);
-  CheckpointMeta meta;
-  meta.epoch = 2;
-  meta.step = 17;
-  meta.best_metric = 0.75;
-  meta.best_epoch = 1;
-  meta.config_yaml = "name: x\n";
   const auto path = (dir / "ck.pt").string();
-  save_checkpoint(path, a, opt_a.get(), meta);
+  save_checkpoint(path, a, opt_a.get(), &a_ema, {"name: x\n", "{\"s\":1}", "", ""});
 
   torch::manual_seed(1);
-  ResNetImpl b(ResNetOptions(3).in_chans(1).layers({1}).widths({4}));
+  ResNetImpl b = tiny(), b_ema = tiny();
   auto opt_b = make_optimizer(b, oc);
-  auto back = load_checkpoint(path, b, opt_b.get());
-  EXPECT_EQ(back.epoch, 2);
-  EXPECT_EQ(back.step, 17);
-  EXPECT_DOUBLE_EQ(back.best_metric, 0.75);
+  auto back = load_checkpoint(path, b, opt_b.get(), &b_ema);
   EXPECT_EQ(back.config_yaml, "name: x\n");
-  for (size_t i = 0; i < a.parameters().size(); ++i) EXPECT_TRUE(torch::equal(a.parameters()[i], b.parameters()[i]));
+  EXPECT_EQ(back.state_json, "{\"s\":1}");
+  EXPECT_FALSE(back.biaslab_version.empty());
+  for (size_t i = 0; i < a.parameters().size(); ++i) {
+    EXPECT_TRUE(torch::equal(a.parameters()[i], b.parameters()[i]));
+    EXPECT_TRUE(torch::equal(a_ema.parameters()[i], b_ema.parameters()[i]));
+  }
   for (size_t i = 0; i < a.buffers().size(); ++i) EXPECT_TRUE(torch::equal(a.buffers()[i], b.buffers()[i]));
-  // Same optimizer state: one more identical step keeps the models identical.
+  // Optimizer state and group options survive: one more step keeps the models identical.
   train_step(a, *opt_a);
   train_step(b, *opt_b);
   for (size_t i = 0; i < a.parameters().size(); ++i) EXPECT_TRUE(torch::equal(a.parameters()[i], b.parameters()[i]));
-  EXPECT_FALSE(std::filesystem::exists(dir / ".ck.pt.tmp"));
+  EXPECT_EQ(opt_b->param_groups().size(), 2u);
+  EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamWOptions&>(opt_b->param_groups()[1].options()).weight_decay(), 0.0);
+  EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamWOptions&>(opt_b->param_groups()[0].options()).weight_decay(),
+                   oc.weight_decay);
+  // No temporary file is left behind.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Checkpoint, RestoresTheRngState) {
+  TempDir dir;
+  ResNetImpl m = tiny();
+  torch::manual_seed(42);
+  torch::rand({3});
+  const auto path = (dir / "ck.pt").string();
+  save_checkpoint(path, m, nullptr, nullptr, {"", "", "", ""});
+  auto expected = torch::rand({5});
+  torch::manual_seed(7);
+  load_checkpoint(path, m, nullptr, nullptr, /*restore_rng=*/true);
+  EXPECT_TRUE(torch::equal(torch::rand({5}), expected));
 }
 
 TEST(Checkpoint, WrongModelIsReportedByName) {
   TempDir dir;
-  ResNetImpl a(ResNetOptions(3).in_chans(1).layers({1}).widths({4}));
+  ResNetImpl a = tiny();
   const auto path = (dir / "ck.pt").string();
-  save_checkpoint(path, a, nullptr, {});
-  ResNetImpl wider(ResNetOptions(3).in_chans(1).layers({1}).widths({8}));
-  try {
-    load_checkpoint(path, wider, nullptr);
-    FAIL();
-  } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find(path + ": model/conv1.weight has shape [4, 1, 3, 3]"), std::string::npos)
-        << e.what();
-  }
+  save_checkpoint(path, a, nullptr, nullptr, {});
+  ResNetImpl wider = tiny(8);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, wider, nullptr); })
+                .find(path + ": model/conv1.weight has shape [4, 1, 3, 3]"),
+            std::string::npos);
 }
 
-TEST(Checkpoint, CorruptOrMissingFile) {
+TEST(Checkpoint, BitFlipTruncationAndJunkAreDetected) {
   TempDir dir;
-  ResNetImpl a(ResNetOptions(3).in_chans(1).layers({1}).widths({4}));
+  ResNetImpl a = tiny();
   const auto path = (dir / "ck.pt").string();
-  save_checkpoint(path, a, nullptr, {});
-  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
-  EXPECT_THROW(load_checkpoint(path, a, nullptr), CheckpointError);
-  EXPECT_THROW(read_checkpoint_meta((dir / "missing.pt").string()), CheckpointError);
+  save_checkpoint(path, a, nullptr, nullptr, {});
+  const auto size = std::filesystem::file_size(path);
+
+  std::filesystem::copy_file(path, dir / "flip.pt");
+  flip_byte((dir / "flip.pt").string(), std::streamoff(size / 2));
+  EXPECT_NE(error_of([&] { load_checkpoint((dir / "flip.pt").string(), a, nullptr); }).find("checksum mismatch"),
+            std::string::npos);
+
+  std::filesystem::copy_file(path, dir / "short.pt");
+  std::filesystem::resize_file(dir / "short.pt", size - 100);
+  EXPECT_NE(error_of([&] { read_checkpoint_meta((dir / "short.pt").string()); }).find("truncated"), std::string::npos);
+
   std::ofstream((dir / "junk.pt").string()) << "not a checkpoint";
-  EXPECT_THROW(read_checkpoint_meta((dir / "junk.pt").string()), CheckpointError);
+  EXPECT_NE(error_of([&] { read_checkpoint_meta((dir / "junk.pt").string()); }).find("bad magic"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_checkpoint_meta((dir / "missing.pt").string()); }).find("does not exist"),
+            std::string::npos);
 }

@@ -94,7 +94,9 @@ TEST(Models, ResNetStemsDownsampleAsDocumented) {
 TEST(Models, ZeroInitResidualMakesBlocksIdentityPlusRelu) {
   ResNetImpl r(ResNetOptions(10).zero_init_residual(true));
   for (auto& m : r.modules(false))
-    if (auto* b = m->as<BasicBlock>()) EXPECT_EQ(b->bn2->weight.abs().sum().item<double>(), 0.0);
+    if (auto* b = m->as<BasicBlock>()) {
+      EXPECT_EQ(b->bn2->weight.abs().sum().item<double>(), 0.0);
+    }
 }
 
 TEST(Models, UnknownFamilyIsAConfigError) {

@@ -1,4 +1,4 @@
-// biaslab eval RUN_DIR|CHECKPOINT [--set k=v]... [--json]
+// biaslab eval RUN_DIR|CHECKPOINT [--checkpoint best|last] [--ema] [--set k=v]... [--json]
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -11,24 +11,34 @@ namespace biaslab::cli {
 
 void register_eval(CLI::App& app) {
   struct Args {
+    EvalRequest req;
     std::string target;
-    std::vector<std::string> sets;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("eval", "Recompute test metrics from a run's best checkpoint");
+  CLI::App* cmd = app.add_subcommand("eval", "Recompute test metrics from a run's checkpoint");
   cmd->add_option("target", args->target, "run directory or checkpoint file")->required();
-  cmd->add_option("--set", args->sets, "override a value of the stored config, e.g. data.root=... (repeatable)");
+  cmd->add_option("--checkpoint", args->req.checkpoint, "which checkpoint of a run directory: best or last")
+      ->check(CLI::IsMember({"best", "last"}))
+      ->capture_default_str();
+  cmd->add_flag("--ema", args->req.ema, "evaluate the EMA weights (runs trained with train.ema_decay > 0)");
+  cmd->add_option("--set", args->req.overrides,
+                  "override a value of the stored config, e.g. data.root=... (repeatable)");
   cmd->add_flag("--json", args->json, "print the result as JSON");
   cmd->callback([args] {
-    const EvalReport r = evaluate_run(args->target, args->sets);
+    args->req.target = args->target;
+    const EvalReport r = evaluate_run(args->req);
     nlohmann::json out = {{"checkpoint", r.checkpoint},
+                          {"epoch", r.epoch},
+                          {"step", r.step},
+                          {"ema", args->req.ema},
+                          {"weights_fingerprint", r.weights_fingerprint},
                           {"test_loss", r.test.loss},
                           {"test_acc", r.test.accuracy},
                           {"test_size", r.test.count}};
     if (!r.recorded.is_null()) {
-      const double acc = r.recorded.at("test_acc").get<double>();
-      const double loss = r.recorded.at("test_loss").get<double>();
+      const double acc = r.recorded.at("acc").get<double>();
+      const double loss = r.recorded.at("loss").get<double>();
       out["recorded_test_acc"] = acc;
       out["recorded_test_loss"] = loss;
       out["matches_recorded"] = acc == r.test.accuracy && std::abs(loss - r.test.loss) <= 1e-6 * std::max(1.0, loss);
@@ -37,11 +47,12 @@ void register_eval(CLI::App& app) {
       std::cout << out.dump(2) << "\n";
       return;
     }
-    std::cout << "checkpoint: " << r.checkpoint << "\n"
+    std::cout << "checkpoint: " << r.checkpoint << (args->req.ema ? " (EMA weights)" : "")
+              << fmt::format(", epoch {}, step {}\n", r.epoch, r.step)
               << fmt::format("test: {} images, loss {:.6f}, accuracy {:.2f}%\n", r.test.count, r.test.loss,
                              100 * r.test.accuracy);
     if (out.contains("matches_recorded")) {
-      std::cout << fmt::format("recorded in summary.json (best epoch): loss {:.6f}, accuracy {:.2f}% -> {}\n",
+      std::cout << fmt::format("recorded in summary.json: loss {:.6f}, accuracy {:.2f}% -> {}\n",
                                out["recorded_test_loss"].get<double>(), 100 * out["recorded_test_acc"].get<double>(),
                                out["matches_recorded"].get<bool>() ? "match" : "MISMATCH");
     }

@@ -1,4 +1,5 @@
 // biaslab train -c CONFIG [--set k=v]... [--out DIR] [--force] [--print-config]
+// biaslab train --resume RUN_DIR [--set k=v]...
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -12,26 +13,38 @@ namespace biaslab::cli {
 void register_train(CLI::App& app) {
   struct Args {
     std::string config;
+    std::string resume;
     std::vector<std::string> sets;
     std::string out;
     bool force = false;
     bool print_config = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a model from a YAML config");
-  cmd->add_option("-c,--config", args->config, "experiment YAML (configs/*.yaml)")->required();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model from a YAML config (resumes a run it finds in --out)");
+  auto* config = cmd->add_option("-c,--config", args->config, "experiment YAML (configs/*.yaml)");
+  auto* resume = cmd->add_option("--resume", args->resume, "resume the run in this directory from its checkpoint");
+  config->excludes(resume);
   cmd->add_option("--set", args->sets, "override a config value, e.g. --set model.depth=4 (repeatable)");
-  cmd->add_option("--out", args->out, "run directory (default: runs/<name>)");
-  cmd->add_flag("--force", args->force, "replace an earlier run in the run directory");
+  auto* out = cmd->add_option("--out", args->out, "run directory (default: runs/<name>)");
+  out->excludes(resume);
+  cmd->add_flag("--force", args->force, "discard an earlier run in the run directory and start over")->excludes(resume);
   cmd->add_flag("--print-config", args->print_config, "print the resolved config and exit");
   cmd->callback([args] {
-    const Config cfg = load_config(args->config, args->sets);
+    if (args->config.empty() && args->resume.empty())
+      throw CLI::RequiredError("train: --config (or --resume RUN_DIR)");
+    const Config cfg = args->resume.empty() ? load_config(args->config, args->sets)
+                                            : load_run_config(args->resume, args->sets);
     if (args->print_config) {
       std::cout << to_yaml(cfg);
       return;
     }
     TrainRequest req;
-    req.run_dir = args->out.empty() ? std::filesystem::path("runs") / cfg.name : std::filesystem::path(args->out);
+    if (!args->resume.empty()) {
+      req.run_dir = args->resume;
+      req.require_checkpoint = true;
+    } else {
+      req.run_dir = args->out.empty() ? std::filesystem::path("runs") / cfg.name : std::filesystem::path(args->out);
+    }
     req.force = args->force;
     req.command_line = command_line();
     const auto summary = run_training(cfg, req);

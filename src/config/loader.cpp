@@ -370,8 +370,13 @@ FieldTable make_table(Config& c) {
   t.integer("train.steps", tr.steps, 0, true);
   t.integer("train.batch_size", tr.batch_size, 1);
   t.integer("train.eval_batch_size", tr.eval_batch_size, 1);
-  t.choice("train.precision", tr.precision, {"fp32", "bf16"});
+  t.choice("train.precision", tr.precision, {"fp32", "bf16", "fp16"});
   t.integer("train.checkpoint_every", tr.checkpoint_every, 0);
+  t.integer("train.save_top_k", tr.save_top_k, 0);
+  t.choice("train.nonfinite", tr.nonfinite, {"abort", "skip"});
+  t.integer("train.max_consecutive_skips", tr.max_consecutive_skips, 1);
+  t.number("train.ema_decay", tr.ema_decay, 0.0, 0.999999);
+  t.integer("train.early_stop_patience", tr.early_stop_patience, 0);
   t.number("train.label_smoothing", tr.label_smoothing, 0.0, 1.0);
   t.number("train.grad_clip", tr.grad_clip, 0.0, 1e6);
   t.integer("train.log_every", tr.log_every, 1);
@@ -459,6 +464,9 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
 
   k.require(d.train_fraction == 1.0 || d.train_per_class == 0, "data.train_per_class",
             "set either data.train_fraction or data.train_per_class, not both");
+  k.require(c.train.early_stop_patience == 0 || d.val_fraction > 0.0, "train.early_stop_patience",
+            "early stopping needs a validation split: set data.val_fraction > 0 (stopping on the test set would "
+            "leak it into model selection)");
   k.require(c.optim.betas.size() == 2 && c.optim.betas[0] < 1.0 && c.optim.betas[1] < 1.0,
             "optim.betas", "expected two numbers in [0, 1)");
   const std::string& dev = c.runtime.device;

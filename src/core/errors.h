@@ -34,4 +34,19 @@ class CheckpointError : public Error {
   int exit_code() const override { return 5; }
 };
 
+/// A NaN or Inf in the loss or gradients that the configured policy does not absorb.
+class NonFiniteError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 4; }
+};
+
+/// Training stopped by SIGINT/SIGTERM after writing its checkpoint; rerunning the
+/// same command resumes it.
+class Interrupted : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 75; }
+};
+
 }  // namespace biaslab

@@ -1,6 +1,12 @@
 #pragma once
-// Checkpoints: model parameters and buffers, optimizer state, training position and
-// the resolved config, in one torch archive written atomically.
+// Checkpoints: model parameters and buffers, optimizer state (with each group's
+// options), the EMA weights, every RNG state that affects training, the training
+// state (train_state.h) and the resolved config.
+//
+// File layout: a 32-byte header -- the magic "BIASLAB-CKPT\0\0\0\0", format version
+// (u32), payload size (u64), CRC-32 of the payload (u32) -- then the payload, a
+// regular LibTorch archive. The checksum is verified before anything is loaded.
+// Files are written atomically (temporary file, fsync, rename, fsync of the folder).
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
@@ -8,26 +14,32 @@
 
 namespace biaslab {
 
-struct CheckpointMeta {
-  int64_t epoch = 0;          ///< epochs completed
-  int64_t step = 0;           ///< optimizer steps completed
-  double best_metric = -1.0;  ///< best selection metric so far
-  int64_t best_epoch = -1;
-  std::string config_yaml;    ///< the resolved config
-  std::string biaslab_version;
-  std::string torch_version;
+struct CheckpointContents {
+  std::string config_yaml;      ///< the resolved config
+  std::string state_json;       ///< TrainState (train_state.h)
+  std::string biaslab_version;  ///< filled in on save
+  std::string torch_version;    ///< filled in on save
 };
 
-/// Writes model (+ optimizer when given) and meta to `path` atomically.
-void save_checkpoint(const std::string& path, const torch::nn::Module& model,
-                     const torch::optim::Optimizer* optimizer, const CheckpointMeta& meta);
+/// Writes atomically. `optimizer` and `ema` may be null.
+void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                     const torch::nn::Module* ema, const CheckpointContents& contents);
 
-/// Reads only the meta (to recover the config before a model exists).
-CheckpointMeta read_checkpoint_meta(const std::string& path);
+/// Verifies the file and reads the config and state (no tensors are loaded).
+CheckpointContents read_checkpoint_meta(const std::string& path);
 
-/// Loads into `model` (every parameter and buffer must be present with the same
-/// shape) and into `optimizer` when given. Throws CheckpointError naming the file.
-CheckpointMeta load_checkpoint(const std::string& path, torch::nn::Module& model,
-                               torch::optim::Optimizer* optimizer);
+/// Verifies the file, then loads every parameter and buffer of `model` (all must be
+/// present with the same shapes), and `optimizer` / `ema` when given. With
+/// `restore_rng`, the RNG states saved with it become the current ones.
+/// Throws CheckpointError naming the file.
+CheckpointContents load_checkpoint(const std::string& path, torch::nn::Module& model,
+                                   torch::optim::Optimizer* optimizer, torch::nn::Module* ema = nullptr,
+                                   bool restore_rng = false);
+
+/// A 64-bit FNV-1a hash (16 hex digits) of every parameter's and buffer's name and
+/// bytes, in registration order: equal fingerprints mean bitwise equal weights.
+/// (Checkpoint files themselves are not byte-reproducible: LibTorch keys optimizer
+/// state by tensor addresses.)
+std::string weights_fingerprint(const torch::nn::Module& module);
 
 }  // namespace biaslab

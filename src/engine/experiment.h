@@ -1,7 +1,9 @@
 #pragma once
 // An experiment end to end: from a resolved Config to a complete run directory
-// (config.yaml, meta.json, metrics.csv, summary.json, train.log, checkpoints/), and
-// back from a run directory or checkpoint to re-evaluated metrics.
+// (config.yaml, meta.json, metrics.csv, summary.json, timing.csv, timing.json,
+// train.log, checkpoints/), resuming from the directory's checkpoints when it
+// already holds the same run; and back from a run directory or checkpoint to
+// re-evaluated metrics.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -15,22 +17,34 @@ namespace biaslab {
 
 struct TrainRequest {
   std::filesystem::path run_dir;  ///< created if missing
-  bool force = false;             ///< replace the files of an earlier run in run_dir
+  bool force = false;             ///< discard an earlier run in run_dir and start over
+  bool require_checkpoint = false;  ///< --resume: run_dir must hold a checkpoint
   std::string command_line;       ///< recorded in meta.json
 };
 
-/// Trains `cfg` into `req.run_dir`; returns the summary also written to summary.json.
+/// Trains `cfg` into `req.run_dir` (resuming when it holds a checkpoint of the same
+/// config; returning at once when that run is complete). Returns summary.json's content.
 nlohmann::json run_training(const Config& cfg, const TrainRequest& req);
+
+/// The resolved config stored in a run directory (config.yaml) plus `overrides`.
+Config load_run_config(const std::filesystem::path& run_dir, const std::vector<std::string>& overrides);
+
+struct EvalRequest {
+  std::filesystem::path target;        ///< run directory or checkpoint file
+  std::string checkpoint = "best";     ///< best | last (run directories only)
+  bool ema = false;                    ///< evaluate the EMA weights
+  std::vector<std::string> overrides;  ///< --set on the stored config
+};
 
 struct EvalReport {
   std::string checkpoint;   ///< the checkpoint evaluated
+  int64_t epoch = 0;        ///< epochs completed when it was written
+  int64_t step = 0;         ///< optimizer steps completed when it was written
   EvalMetrics test;
-  nlohmann::json recorded;  ///< summary.json's "best" entry when a run directory was given, else null
+  std::string weights_fingerprint;  ///< of the weights evaluated (checkpoint.h)
+  nlohmann::json recorded;  ///< {"loss", "acc"} summary.json recorded for it, or null
 };
 
-/// Re-evaluates the test set with the best checkpoint of a run directory (or the
-/// given checkpoint file), using the resolved config stored with it plus `overrides`.
-EvalReport evaluate_run(const std::filesystem::path& run_dir_or_checkpoint,
-                        const std::vector<std::string>& overrides = {});
+EvalReport evaluate_run(const EvalRequest& req);
 
 }  // namespace biaslab

@@ -3,8 +3,14 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <csignal>
+#include <cmath>
+#include <limits>
 
+#include "core/errors.h"
+#include "core/fault.h"
 #include "core/logging.h"
+#include "core/signals.h"
 #include "engine/evaluate.h"
 #include "engine/optimizer.h"
 #include "engine/precision.h"
@@ -14,118 +20,228 @@ namespace biaslab {
 namespace F = torch::nn::functional;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Global L2 norm of all gradients, as a 0-d tensor on the gradients' device.
+torch::Tensor grad_norm(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2).to(torch::kFloat));
+  if (norms.empty()) return torch::zeros({});
+  return torch::stack(norms).norm(2);
+}
+}  // namespace
+
 int64_t planned_steps(const TrainConfig& cfg, int64_t batches_per_epoch) {
   return cfg.steps > 0 ? cfg.steps : cfg.epochs * batches_per_epoch;
 }
 
 Trainer::Trainer(Classifier& model, torch::optim::Optimizer& optimizer, const LrSchedule& schedule, Loader& train,
-                 Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks)
+                 Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks,
+                 Ema* ema)
     : model_(model), optimizer_(optimizer), schedule_(schedule), train_(train), val_(val), test_(test), cfg_(cfg),
-      device_(device), callbacks_(std::move(callbacks)) {
+      device_(device), callbacks_(std::move(callbacks)), ema_(ema), params_(model.parameters()) {
   total_steps_ = planned_steps(cfg_, train_.batches_per_epoch());
+  if (cfg_.precision == "fp16") scaler_.emplace();
 }
 
-void Trainer::train_epoch(int64_t epoch, int64_t epochs, EpochRecord& record, TrainResult& result) {
-  model_.train();
-  train_.set_epoch(epoch);
-  const int64_t batches = std::min(train_.batches_per_epoch(), total_steps_ - pos_.step);
-  Progress progress(stderr_is_terminal(), cfg_.log_every);
-  progress.start_epoch(epoch, epochs, batches);
-  // Running sums stay on the device; the host reads them only when progress reports.
-  auto opts = torch::TensorOptions().device(device_);
-  auto loss_sum = torch::zeros({}, opts.dtype(torch::kDouble));
-  auto correct = torch::zeros({}, opts.dtype(torch::kLong));
-  int64_t seen = 0;
-  const auto start = Clock::now();
-  for (int64_t i = 0; i < batches; ++i) {
-    const double lr = schedule_.at(pos_.step);
-    set_learning_rate(optimizer_, lr);
-    Batch b = train_.batch(i);
-    auto x = b.images.to(device_), y = b.labels.to(device_);
-    torch::Tensor logits;
-    {
-      AutocastScope autocast(cfg_.precision, device_);
-      logits = model_.forward(x);
-    }
-    logits = logits.to(torch::kFloat);
-    auto loss = F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(cfg_.label_smoothing));
-    optimizer_.zero_grad();
-    loss.backward();
-    if (cfg_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_.parameters(), cfg_.grad_clip);
-    optimizer_.step();
-    ++pos_.step;
+std::string Trainer::selection_metric() const { return (val_ && val_->size() > 0) ? "val_acc" : "test_acc"; }
 
-    const int64_t n = y.size(0);
-    seen += n;
-    loss_sum += loss.detach().to(torch::kDouble) * double(n);
-    correct += (logits.detach().argmax(1) == y).sum();
-    record.lr = lr;
-    if (progress.wants_update(i)) {
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      progress.update(i, loss_sum.item<double>() / double(seen), double(correct.item<int64_t>()) / double(seen),
-                      double(seen) / std::max(elapsed, 1e-9));
+void Trainer::save(const std::string& name, const TrainState& state) {
+  if (callbacks_.save_checkpoint) callbacks_.save_checkpoint(name, state);
+}
+
+void Trainer::fit(TrainState& state) {
+  const int64_t bpe = train_.batches_per_epoch();
+  const int64_t epochs = (total_steps_ + bpe - 1) / bpe;
+  if (scaler_ && state.loss_scale > 0) scaler_->restore(state.loss_scale, state.scaler_good_steps);
+  if (state.step == 0) {
+    spdlog::info("training for {} epoch(s), {} step(s) of batch {} ({} images per epoch); best checkpoint chosen by {}",
+                 epochs, total_steps_, cfg_.batch_size, train_.size(), selection_metric());
+  } else if (!state.finished) {
+    spdlog::info("resuming at step {}/{} (epoch {}, batch {})", state.step, total_steps_, state.epoch + 1,
+                 state.batch_in_epoch);
+  }
+  while (!state.finished && state.epoch < epochs) train_epoch(state);
+}
+
+void Trainer::train_epoch(TrainState& state) {
+  model_.train();
+  train_.set_epoch(state.epoch);
+  const int64_t bpe = train_.batches_per_epoch();
+  const int64_t batches = std::min(bpe, total_steps_ - state.epoch * bpe);
+  const int64_t epochs = (total_steps_ + bpe - 1) / bpe;
+  Progress progress(stderr_is_terminal(), cfg_.log_every);
+  progress.start_epoch(state.epoch, epochs, batches);
+  const auto start = Clock::now();
+  const int64_t seen_at_start = state.epoch_seen;
+  for (int64_t i = state.batch_in_epoch; i < batches; ++i) {
+    train_step(state, i);
+    state.batch_in_epoch = i + 1;
+    fault::kill_if("kill_after_step", state.step);
+    if (fault::at("sigterm_after_step", state.step)) std::raise(SIGTERM);
+    if (progress.wants_update(i) && state.epoch_seen > 0) {
+      progress.update(i, state.epoch_loss_sum / double(state.epoch_seen),
+                      double(state.epoch_correct) / double(state.epoch_seen),
+                      double(state.epoch_seen - seen_at_start) / std::max(seconds_since(start), 1e-9));
     }
-    if (cfg_.checkpoint_every > 0 && pos_.step % cfg_.checkpoint_every == 0 && callbacks_.save_checkpoint) {
-      callbacks_.save_checkpoint("last", pos_);
+    const bool last_batch = i + 1 == batches;
+    if (!last_batch && cfg_.checkpoint_every > 0 && state.step % cfg_.checkpoint_every == 0) save("last", state);
+    if (const int sig = stop_signal(); sig != 0) {
+      progress.finish_epoch();
+      save("last", state);
+      throw Interrupted("stopped by signal " + std::to_string(sig) + " at step " + std::to_string(state.step) +
+                        "; checkpoint written, rerun the same command to resume");
     }
   }
   progress.finish_epoch();
-  record.epoch_time_s = std::chrono::duration<double>(Clock::now() - start).count();
-  record.train_loss = seen ? loss_sum.item<double>() / double(seen) : 0.0;
-  record.train_acc = seen ? double(correct.item<int64_t>()) / double(seen) : 0.0;
-  record.images_per_s = double(seen) / std::max(record.epoch_time_s, 1e-9);
-  result.images_seen += seen;
-  result.train_time_s += record.epoch_time_s;
+  const double train_s = seconds_since(start);
+  end_epoch(state, EpochTiming{state.epoch + 1, train_s, 0.0,
+                               double(state.epoch_seen - seen_at_start) / std::max(train_s, 1e-9)});
 }
 
-TrainResult Trainer::fit() {
-  TrainResult result;
-  result.selection_metric = (val_ && val_->size() > 0) ? "val_acc" : "test_acc";
-  const int64_t bpe = train_.batches_per_epoch();
-  const int64_t epochs = (total_steps_ + bpe - 1) / bpe;
-  spdlog::info("training for {} epoch(s), {} step(s) of batch {} ({} images per epoch); best checkpoint chosen by {}",
-               epochs, total_steps_, cfg_.batch_size, train_.size(), result.selection_metric);
+void Trainer::train_step(TrainState& state, int64_t batch_index) {
+  const double lr = schedule_.at(state.step);
+  set_learning_rate(optimizer_, lr);
+  state.last_lr = lr;
+  Batch b = train_.batch(batch_index);
+  auto x = b.images.to(device_), y = b.labels.to(device_);
+  torch::Tensor logits;
+  {
+    AutocastScope autocast(cfg_.precision, device_);
+    logits = model_.forward(x);
+  }
+  logits = logits.to(torch::kFloat);
+  auto loss = F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(cfg_.label_smoothing));
+  if (fault::at("nan_loss_at_step", state.step + 1)) loss = loss * std::numeric_limits<double>::quiet_NaN();
+  optimizer_.zero_grad();
+  if (scaler_) {
+    scaler_->scale_loss(loss).backward();
+    scaler_->unscale(params_);
+  } else {
+    loss.backward();
+  }
+  // One host sync per step: loss, gradient norm and correct count together.
+  auto stats = torch::stack({loss.detach().to(torch::kDouble), grad_norm(params_).to(torch::kDouble),
+                             (logits.detach().argmax(1) == y).sum().to(torch::kDouble)})
+                   .cpu();
+  const double loss_v = stats[0].item<double>(), norm_v = stats[1].item<double>();
+  const auto correct = static_cast<int64_t>(stats[2].item<double>());
+  ++state.step;
 
-  for (int64_t epoch = 0; epoch < epochs && pos_.step < total_steps_; ++epoch) {
-    EpochRecord rec;
-    train_epoch(epoch, epochs, rec, result);
-    rec.epoch = epoch + 1;
-    rec.step = pos_.step;
-
-    const auto eval_start = Clock::now();
-    if (val_ && val_->size() > 0) {
-      EvalMetrics v = evaluate(model_, *val_, device_, cfg_.precision);
-      rec.has_val = true;
-      rec.val_loss = v.loss;
-      rec.val_acc = v.accuracy;
+  if (!std::isfinite(loss_v) || !std::isfinite(norm_v)) {
+    if (scaler_ && std::isfinite(loss_v)) {  // fp16 overflow: the scaler's business
+      scaler_->update(true);
+      state.loss_scale = scaler_->scale();
+      state.scaler_good_steps = scaler_->good_steps();
+      return;
     }
-    EvalMetrics t = evaluate(model_, test_, device_, cfg_.precision);
-    rec.test_loss = t.loss;
-    rec.test_acc = t.accuracy;
-    rec.eval_time_s = std::chrono::duration<double>(Clock::now() - eval_start).count();
+    const std::string what = fmt::format("non-finite {} at step {} (epoch {}, batch {}): loss {}, gradient norm {}",
+                                         std::isfinite(loss_v) ? "gradient" : "loss", state.step, state.epoch + 1,
+                                         batch_index + 1, loss_v, norm_v);
+    if (cfg_.nonfinite == "abort")
+      throw NonFiniteError(what + "; stopping (train.nonfinite: abort), no checkpoint was written after it");
+    ++state.skipped_steps;
+    ++state.epoch_skipped;
+    if (++state.consecutive_skips >= cfg_.max_consecutive_skips)
+      throw NonFiniteError(what + "; " + std::to_string(state.consecutive_skips) +
+                           " non-finite steps in a row (train.max_consecutive_skips), stopping");
+    spdlog::warn("{}; update skipped (train.nonfinite: skip, {} so far)", what, state.skipped_steps);
+    return;
+  }
+  state.consecutive_skips = 0;
+  if (cfg_.grad_clip > 0 && norm_v > cfg_.grad_clip) {
+    torch::NoGradGuard no_grad;
+    const double factor = cfg_.grad_clip / (norm_v + 1e-6);
+    for (auto& p : params_)
+      if (p.grad().defined()) p.grad().mul_(factor);
+  }
+  optimizer_.step();
+  if (scaler_) {
+    scaler_->update(false);
+    state.loss_scale = scaler_->scale();
+    state.scaler_good_steps = scaler_->good_steps();
+  }
+  if (ema_) ema_->update();
+  const int64_t n = y.size(0);
+  state.epoch_loss_sum += loss_v * double(n);
+  state.epoch_correct += correct;
+  state.epoch_seen += n;
+  state.images_seen += n;
+}
 
-    spdlog::info("epoch {}/{}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}% | {:.0f} img/s, "
-                 "{:.1f}s train + {:.1f}s eval",
-                 rec.epoch, epochs, rec.train_loss, 100 * rec.train_acc,
-                 rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val_loss, 100 * rec.val_acc) : "",
-                 rec.test_loss, 100 * rec.test_acc, rec.images_per_s, rec.epoch_time_s, rec.eval_time_s);
+void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
+  EpochRecord rec;
+  rec.epoch = state.epoch + 1;
+  rec.step = state.step;
+  rec.lr = state.last_lr;
+  rec.skipped_steps = state.epoch_skipped;
+  if (state.epoch_seen > 0) {
+    rec.train_loss = state.epoch_loss_sum / double(state.epoch_seen);
+    rec.train_acc = double(state.epoch_correct) / double(state.epoch_seen);
+  }
+  const auto eval_start = Clock::now();
+  auto run_eval = [&](Classifier& m, Loader& l) {
+    EvalMetrics e = evaluate(m, l, device_, cfg_.precision);
+    return EvalPair{e.loss, e.accuracy};
+  };
+  rec.has_val = val_ && val_->size() > 0;
+  if (rec.has_val) rec.val = run_eval(model_, *val_);
+  rec.test = run_eval(model_, test_);
+  if (ema_) {
+    auto& shadow = static_cast<Classifier&>(ema_->shadow());
+    rec.has_ema = true;
+    if (rec.has_val) rec.ema_val = run_eval(shadow, *val_);
+    rec.ema_test = run_eval(shadow, test_);
+  }
+  timing.eval_s = seconds_since(eval_start);
 
-    pos_.epoch = rec.epoch;
-    const double metric = rec.has_val ? rec.val_acc : rec.test_acc;
-    const bool improved = metric > pos_.best_metric;
-    if (improved) {
-      pos_.best_metric = metric;
-      pos_.best_epoch = rec.epoch;
-    }
-    result.history.push_back(rec);
-    if (callbacks_.on_epoch) callbacks_.on_epoch(rec);
-    if (callbacks_.save_checkpoint) {
-      if (improved) callbacks_.save_checkpoint("best", pos_);
-      callbacks_.save_checkpoint("last", pos_);
+  const double metric = rec.has_val ? rec.val.acc : rec.test.acc;
+  const bool improved = metric > state.best_metric;
+  if (improved) {
+    state.best_metric = metric;
+    state.best_epoch = rec.epoch;
+    state.epochs_since_best = 0;
+  } else {
+    ++state.epochs_since_best;
+  }
+  state.epoch = rec.epoch;
+  state.batch_in_epoch = 0;
+  state.epoch_loss_sum = 0.0;
+  state.epoch_correct = state.epoch_seen = state.epoch_skipped = 0;
+  state.history.push_back(rec);
+  state.stopped_early = cfg_.early_stop_patience > 0 && state.epochs_since_best >= cfg_.early_stop_patience;
+  state.finished = state.step >= total_steps_ || state.stopped_early;
+
+  spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{} | {:.1f}s train + {:.1f}s eval",
+               rec.epoch, rec.train_loss, 100 * rec.train_acc,
+               rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val.loss, 100 * rec.val.acc) : "",
+               rec.test.loss, 100 * rec.test.acc,
+               rec.has_ema ? fmt::format(" | EMA test acc {:.2f}%", 100 * rec.ema_test.acc) : "",
+               rec.skipped_steps ? fmt::format(" | {} update(s) skipped", rec.skipped_steps) : "", timing.train_s,
+               timing.eval_s);
+  if (state.stopped_early)
+    spdlog::info("early stopping: no better {} for {} epoch(s)", selection_metric(), state.epochs_since_best);
+
+  // Top-k epoch checkpoints, best first; ties keep the earlier epoch.
+  bool keep_epoch_checkpoint = false;
+  if (cfg_.save_top_k > 0) {
+    auto& top = state.top_k;
+    auto pos = std::find_if(top.begin(), top.end(), [&](const TopKEntry& e) { return metric > e.metric; });
+    const auto index = pos - top.begin();
+    top.insert(pos, TopKEntry{rec.epoch, metric});
+    keep_epoch_checkpoint = index < cfg_.save_top_k;
+    while (int64_t(top.size()) > cfg_.save_top_k) {
+      if (callbacks_.remove_checkpoint) callbacks_.remove_checkpoint(fmt::format("epoch-{:04d}", top.back().epoch));
+      top.pop_back();
     }
   }
-  result.final_position = pos_;
-  return result;
+  if (callbacks_.on_epoch_end) callbacks_.on_epoch_end(state);
+  if (keep_epoch_checkpoint) save(fmt::format("epoch-{:04d}", rec.epoch), state);
+  if (improved) save("best", state);
+  save("last", state);
+  if (callbacks_.on_timing) callbacks_.on_timing(timing);
 }
 
 }  // namespace biaslab

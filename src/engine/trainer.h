@@ -1,64 +1,62 @@
 #pragma once
 // The training loop. It receives a built model, optimizer, schedule and loaders; it
 // does not read configs, name model types, or know whether it runs inside a sweep.
-// What happens to metrics and checkpoints is up to the callbacks.
+// Where it stands lives in a TrainState, so it can start from any checkpoint; what
+// happens to metrics and checkpoints is up to the callbacks.
 #include <c10/core/Device.h>
 #include <torch/optim/optimizer.h>
 
 #include <functional>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "config/config.h"
 #include "data/loader.h"
+#include "engine/ema.h"
+#include "engine/loss_scaler.h"
 #include "engine/schedule.h"
+#include "engine/train_state.h"
 #include "models/classifier.h"
 
 namespace biaslab {
 
-struct EpochRecord {
-  int64_t epoch = 0;  ///< 1-based
-  int64_t step = 0;   ///< optimizer steps completed
-  double lr = 0.0;    ///< at the last step of the epoch
-  double train_loss = 0.0, train_acc = 0.0;
-  bool has_val = false;
-  double val_loss = 0.0, val_acc = 0.0;
-  double test_loss = 0.0, test_acc = 0.0;
-  double epoch_time_s = 0.0;   ///< training part of the epoch
-  double eval_time_s = 0.0;
-  double images_per_s = 0.0;   ///< training throughput
-};
-
-/// Where training stands; handed to the checkpoint callback.
-struct TrainPosition {
-  int64_t epoch = 0;  ///< epochs completed
-  int64_t step = 0;
-  double best_metric = -1.0;
-  int64_t best_epoch = -1;
-};
-
-struct TrainResult {
-  std::vector<EpochRecord> history;
-  std::string selection_metric;  ///< val_acc, or test_acc when there is no validation split
-  TrainPosition final_position;
-  double train_time_s = 0.0;     ///< sum of the training parts of all epochs
-  int64_t images_seen = 0;
+struct EpochTiming {
+  int64_t epoch = 0;
+  double train_s = 0.0;  ///< training part, in this process (partial for a resumed epoch)
+  double eval_s = 0.0;
+  double images_per_s = 0.0;
 };
 
 struct TrainerCallbacks {
-  std::function<void(const EpochRecord&)> on_epoch;
-  /// `name` is "last" or "best".
-  std::function<void(const std::string& name, const TrainPosition&)> save_checkpoint;
+  /// After an epoch's record was appended to state.history.
+  std::function<void(const TrainState&)> on_epoch_end;
+  /// Write checkpoint `name` ("last", "best", "epoch-0007") for `state`.
+  std::function<void(const std::string& name, const TrainState&)> save_checkpoint;
+  /// Delete checkpoint `name` (a top-k checkpoint that dropped out).
+  std::function<void(const std::string& name)> remove_checkpoint;
+  std::function<void(const EpochTiming&)> on_timing;
 };
 
 class Trainer {
  public:
   Trainer(Classifier& model, torch::optim::Optimizer& optimizer, const LrSchedule& schedule, Loader& train,
-          Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks);
-  TrainResult fit();
+          Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks,
+          Ema* ema = nullptr);
+
+  /// Trains from `state` (fresh or restored) until all steps are done, early stopping
+  /// triggers, or a stop signal arrives (then throws Interrupted after saving "last").
+  /// A non-finite loss or gradient throws NonFiniteError under the abort policy.
+  void fit(TrainState& state);
+
+  /// "val_acc" when there is a validation split, else "test_acc".
+  std::string selection_metric() const;
+  int64_t total_steps() const { return total_steps_; }
 
  private:
-  void train_epoch(int64_t epoch, int64_t epochs, EpochRecord& record, TrainResult& result);
+  void train_epoch(TrainState& state);
+  void train_step(TrainState& state, int64_t batch_index);
+  void end_epoch(TrainState& state, EpochTiming timing);
+  void save(const std::string& name, const TrainState& state);
 
   Classifier& model_;
   torch::optim::Optimizer& optimizer_;
@@ -69,7 +67,9 @@ class Trainer {
   TrainConfig cfg_;
   c10::Device device_;
   TrainerCallbacks callbacks_;
-  TrainPosition pos_;
+  Ema* ema_;
+  std::optional<LossScaler> scaler_;
+  std::vector<torch::Tensor> params_;
   int64_t total_steps_ = 0;
 };
 

@@ -34,7 +34,7 @@ expect_status 2 "--set optim.name=adamm" "did you mean 'adamw'" -- \
   "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set optim.name=adamm
 expect_status 2 "missing.yaml" -- "$BIASLAB" train -c missing.yaml
 expect_status 2 "data.root" -- "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set data.root=
-expect_status 2 "--config is required" -- "$BIASLAB" train
+expect_status 2 "--config (or --resume RUN_DIR) is required" -- "$BIASLAB" train
 expect_status 2 "runtime.device" "CUDA" -- "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set runtime.device=cuda:0 --out "$WORK/cuda_run"
 
 # Nothing was created by any of the failures above.

@@ -37,6 +37,9 @@ grep -q "val_acc" vit/summary.json || fail "vit run has no validation metrics"
 # The resolved config reloads and reproduces itself.
 "$BIASLAB" train -c vit/config.yaml --print-config > reprinted.yaml
 diff <(grep -v '^name:' vit/config.yaml) <(grep -v '^name:' reprinted.yaml) || fail "config.yaml does not round-trip"
-# An occupied run directory is refused without --force.
-expect_status 2 "already holds a run" -- "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --out resnet
+# Rerunning a complete run does nothing; the same folder with another config is refused.
+expect_status 0 "already complete" -- "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" \
+  --set sched.warmup_steps=5 --out resnet
+expect_status 2 "holds a run of a different config" -- "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --out resnet
+for f in timing.csv timing.json; do [[ -s resnet/$f ]] || fail "resnet/$f missing"; done
 echo "train/eval end-to-end passed"
