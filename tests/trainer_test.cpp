@@ -51,6 +51,8 @@ struct Harness {
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<Loader> train, test;
   std::vector<std::pair<std::string, int64_t>> saved;  // (name, step)
+  std::vector<std::string> removed;
+  std::unique_ptr<Loader> val;  // optional
 
   Harness() {
     cfg.epochs = 3;
@@ -74,7 +76,8 @@ struct Harness {
     schedule = std::make_unique<LrSchedule>(sc, oc.lr, planned_steps(cfg, train->batches_per_epoch()));
     TrainerCallbacks cb;
     cb.save_checkpoint = [this](const std::string& name, const TrainState& s) { saved.emplace_back(name, s.step); };
-    Trainer t(model, *opt, *schedule, *train, nullptr, *test, cfg, torch::kCPU, cb);
+    cb.remove_checkpoint = [this](const std::string& name) { removed.push_back(name); };
+    Trainer t(model, *opt, *schedule, *train, val.get(), *test, cfg, torch::kCPU, cb);
     t.fit(state);
   }
 };
@@ -181,4 +184,60 @@ TEST(Trainer, ResumingFromAStateMatchesAnUninterruptedRun) {
   t.fit(sb);
   EXPECT_EQ(train_state_to_json(sa), train_state_to_json(sb));
   EXPECT_TRUE(torch::equal(a.model.fc->weight, b.model.fc->weight));
+}
+
+TEST(Trainer, EarlyStoppingOnValidationAccuracy) {
+  torch::manual_seed(0);
+  Harness h;
+  h.cfg.epochs = 20;
+  h.cfg.early_stop_patience = 2;
+  LoaderOptions lo;
+  lo.batch_size = 16;
+  lo.mean = {0.0};
+  lo.std = {1.0};
+  h.val = std::make_unique<Loader>(make_split(48, 3), lo);
+  TrainState s;
+  h.fit(s);
+  // The task is solved within a few epochs; two epochs without a better val_acc stop it.
+  EXPECT_TRUE(s.stopped_early);
+  EXPECT_TRUE(s.finished);
+  EXPECT_LT(s.history.size(), 20u);
+  EXPECT_EQ(int64_t(s.history.size()), s.best_epoch + 2);
+  EXPECT_TRUE(s.history.back().has_val);
+}
+
+TEST(Trainer, TopKKeepsTheBestEpochCheckpoints) {
+  torch::manual_seed(0);
+  Harness h;
+  h.cfg.epochs = 4;
+  h.cfg.save_top_k = 2;
+  TrainState s;
+  h.fit(s);
+  ASSERT_EQ(s.top_k.size(), 2u);
+  EXPECT_GE(s.top_k[0].metric, s.top_k[1].metric);
+  int epoch_saves = 0;
+  for (const auto& [name, step] : h.saved) epoch_saves += name.rfind("epoch-", 0) == 0;
+  // Every epoch checkpoint written was either kept or removed later.
+  EXPECT_EQ(size_t(epoch_saves), 2 + h.removed.size());
+  for (const auto& e : s.top_k) {
+    const std::string name = fmt::format("epoch-{:04d}", e.epoch);
+    EXPECT_EQ(std::count(h.removed.begin(), h.removed.end(), name), 0) << name;
+  }
+}
+
+TEST(Trainer, EmaIsEvaluatedEveryEpoch) {
+  torch::manual_seed(0);
+  Harness h;
+  Probe shadow;
+  Ema ema(h.model, shadow, 0.5);
+  OptimConfig oc;
+  oc.lr = 0.05;
+  auto opt = make_optimizer(h.model, oc);
+  LrSchedule sched(SchedConfig{}, oc.lr, 30);
+  Trainer t(h.model, *opt, sched, *h.train, nullptr, *h.test, h.cfg, torch::kCPU, {}, &ema);
+  TrainState s;
+  t.fit(s);
+  ASSERT_TRUE(s.history.back().has_ema);
+  EXPECT_GT(s.history.back().ema_test.acc, 0.9);
+  EXPECT_FALSE(torch::equal(shadow.fc->weight, h.model.fc->weight));
 }

@@ -233,7 +233,9 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
     top.insert(pos, TopKEntry{rec.epoch, metric});
     keep_epoch_checkpoint = index < cfg_.save_top_k;
     while (int64_t(top.size()) > cfg_.save_top_k) {
-      if (callbacks_.remove_checkpoint) callbacks_.remove_checkpoint(fmt::format("epoch-{:04d}", top.back().epoch));
+      const bool written = top.back().epoch != rec.epoch;  // this epoch's entry never got a file
+      if (written && callbacks_.remove_checkpoint)
+        callbacks_.remove_checkpoint(fmt::format("epoch-{:04d}", top.back().epoch));
       top.pop_back();
     }
   }

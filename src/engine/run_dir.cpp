@@ -1,0 +1,164 @@
+#include "engine/run_dir.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace biaslab::run_dir {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+const std::vector<std::string> kRunFiles = {"config.yaml", "meta.json",   "metrics.csv", "summary.json",
+                                            "timing.csv",  "timing.json", "train.log"};
+// Where a run can resume from, most recent first.
+const std::vector<std::string> kResumeCandidates = {"last.pt", "last.prev.pt", "best.pt"};
+
+std::string csv_header(bool ema) {
+  return std::string("epoch,step,lr,train_loss,train_acc,val_loss,val_acc,test_loss,test_acc,") +
+         (ema ? "ema_val_loss,ema_val_acc,ema_test_loss,ema_test_acc," : "") + "skipped_steps\n";
+}
+
+std::string num(double v) { return fmt::format("{:.8g}", v); }
+
+json epoch_json(const EpochRecord& r) {
+  json j = {{"epoch", r.epoch}, {"step", r.step}, {"train_loss", r.train_loss}, {"train_acc", r.train_acc},
+            {"test_loss", r.test.loss}, {"test_acc", r.test.acc}};
+  if (r.has_val) j.update({{"val_loss", r.val.loss}, {"val_acc", r.val.acc}});
+  if (r.has_ema) {
+    j.update({{"ema_test_loss", r.ema_test.loss}, {"ema_test_acc", r.ema_test.acc}});
+    if (r.has_val) j.update({{"ema_val_loss", r.ema_val.loss}, {"ema_val_acc", r.ema_val.acc}});
+  }
+  return j;
+}
+
+}  // namespace
+
+bool holds_run(const fs::path& dir) {
+  for (const auto& f : kRunFiles)
+    if (fs::exists(dir / f)) return true;
+  return fs::exists(dir / "checkpoints");
+}
+
+void wipe(const fs::path& dir) {
+  for (const auto& f : kRunFiles) fs::remove(dir / f);
+  fs::remove_all(dir / "checkpoints");
+}
+
+// The most advanced checkpoint that verifies; corrupt ones are reported and skipped.
+std::optional<ResumePoint> find_resume_point(const fs::path& dir) {
+  std::optional<ResumePoint> best;
+  std::vector<std::string> problems;
+  for (const auto& name : kResumeCandidates) {
+    const fs::path p = dir / "checkpoints" / name;
+    if (!fs::exists(p)) continue;
+    try {
+      ResumePoint r{p, read_checkpoint_meta(p.string()), {}};
+      r.state = train_state_from_json(r.contents.state_json);
+      if (!best || r.state.step > best->state.step) best = std::move(r);
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+      spdlog::warn("skipping unusable checkpoint: {}", e.what());
+    }
+  }
+  if (!best && !problems.empty())
+    throw CheckpointError("no usable checkpoint in " + (dir / "checkpoints").string() + ": " + [&] {
+      std::string all;
+      for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+      return all;
+    }() + " (pass --force to start over)");
+  return best;
+}
+
+void remove_stale_temporaries(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints", ec))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) fs::remove(e.path());
+}
+
+std::string metrics_csv(const TrainState& s, bool ema) {
+  std::string out = csv_header(ema);
+  for (const auto& r : s.history) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},", r.epoch, r.step, num(r.lr), num(r.train_loss), num(r.train_acc),
+                       r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", num(r.test.loss),
+                       num(r.test.acc));
+    if (ema)
+      out += fmt::format("{},{},{},{},", r.has_val ? num(r.ema_val.loss) : "", r.has_val ? num(r.ema_val.acc) : "",
+                         num(r.ema_test.loss), num(r.ema_test.acc));
+    out += fmt::format("{}\n", r.skipped_steps);
+  }
+  return out;
+}
+
+// summary.json: deterministic (a function of the config and the training state only).
+json summary(const Config& cfg, const TrainState& s, const std::string& selection, int64_t params,
+             const Dataset& data, int threads, const c10::Device& device) {
+  const auto& last = s.history.back();
+  const auto& best = s.history.at(size_t(s.best_epoch - 1));
+  return {{"name", cfg.name},
+          {"model", {{"family", cfg.model.family}, {"preset", cfg.model.preset}, {"parameters", params}}},
+          {"data",
+           {{"preset", cfg.data.preset},
+            {"train_size", data.train.size()},
+            {"val_size", data.val.size()},
+            {"test_size", data.test.size()},
+            {"train_fraction", cfg.data.train_fraction},
+            {"train_per_class", cfg.data.train_per_class},
+            {"subset_seed", cfg.data.subset_seed}}},
+          {"epochs", s.epoch},
+          {"steps", s.step},
+          {"images_seen", s.images_seen},
+          {"skipped_steps", s.skipped_steps},
+          {"stopped_early", s.stopped_early},
+          {"selection_metric", selection},
+          {"final", epoch_json(last)},
+          {"best", epoch_json(best)},
+          {"precision", cfg.train.precision},
+          {"threads", threads},
+          {"device", device.str()},
+          {"seed", cfg.runtime.seed}};
+}
+
+// timing.csv keeps one row per completed epoch, whichever process ran it.
+std::string kept_timing_rows(const fs::path& file, int64_t up_to_epoch) {
+  std::string out = "epoch,train_s,eval_s,images_per_s\n";
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    try {
+      if (std::stoll(line.substr(0, line.find(','))) <= up_to_epoch) out += line + "\n";
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+json timing_summary(const std::string& timing_csv, double wall_s, int64_t images_seen) {
+  double train_s = 0, eval_s = 0;
+  std::istringstream in(timing_csv);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string epoch, t, e;
+    std::getline(row, epoch, ',');
+    std::getline(row, t, ',');
+    std::getline(row, e, ',');
+    train_s += std::stod(t);
+    eval_s += std::stod(e);
+  }
+  return {{"train_time_s", train_s},
+          {"eval_time_s", eval_s},
+          {"train_images_per_s", train_s > 0 ? double(images_seen) / train_s : 0.0},
+          {"last_process_wall_time_s", wall_s}};
+}
+
+std::string timing_row(const EpochTiming& t) {
+  return fmt::format("{},{:.3f},{:.3f},{:.1f}\n", t.epoch, t.train_s, t.eval_s, t.images_per_s);
+}
+
+}  // namespace biaslab::run_dir
