@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "engine/train_state.h"
 
@@ -42,4 +43,19 @@ TEST(TrainState, JsonRoundTripIsExact) {
 TEST(TrainState, MalformedJsonThrows) {
   EXPECT_THROW(train_state_from_json("{\"epoch\": 1}"), std::runtime_error);
   EXPECT_THROW(train_state_from_json("not json"), std::runtime_error);
+}
+
+TEST(TrainState, NonFiniteValuesSurvive) {
+  TrainState s;
+  EpochRecord r;
+  r.test = {std::numeric_limits<double>::infinity(), 0.1};
+  r.val = {std::numeric_limits<double>::quiet_NaN(), 0.0};
+  r.train_loss = -std::numeric_limits<double>::infinity();
+  s.history = {r};
+  s.epoch_loss_sum = std::numeric_limits<double>::quiet_NaN();
+  const TrainState b = train_state_from_json(train_state_to_json(s));
+  EXPECT_TRUE(std::isinf(b.history[0].test.loss) && b.history[0].test.loss > 0);
+  EXPECT_TRUE(std::isnan(b.history[0].val.loss));
+  EXPECT_TRUE(std::isinf(b.history[0].train_loss) && b.history[0].train_loss < 0);
+  EXPECT_TRUE(std::isnan(b.epoch_loss_sum));
 }

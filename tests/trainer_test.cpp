@@ -17,16 +17,25 @@ namespace {
 // A linear classifier that can misbehave on chosen training calls.
 class Probe : public Classifier {
  public:
-  Probe() { fc = register_module("fc", torch::nn::Linear(16, 2)); }
+  Probe() {
+    fc = register_module("fc", torch::nn::Linear(16, 2));
+    updates = register_buffer("updates", torch::zeros({}));
+  }
   torch::Tensor forward(const torch::Tensor& x) override {
     auto y = fc(x.flatten(1));
     if (!is_training()) return y;
     ++calls;
-    if (nan_calls.count(calls)) y = y * std::numeric_limits<double>::quiet_NaN();
+    // Like BatchNorm's running statistics: state the forward pass itself updates.
+    updates.add_(1.0);
+    if (nan_calls.count(calls)) {
+      y = y * std::numeric_limits<double>::quiet_NaN();
+      updates.add_(std::numeric_limits<double>::quiet_NaN());
+    }
     if (calls == sigterm_call) std::raise(SIGTERM);
     return y;
   }
   torch::nn::Linear fc{nullptr};
+  torch::Tensor updates;
   int64_t calls = 0;
   std::set<int64_t> nan_calls;
   int64_t sigterm_call = -1;
@@ -131,6 +140,8 @@ TEST(Trainer, SkipPolicySkipsAndCounts) {
   EXPECT_EQ(s.history[2].skipped_steps, 1);
   EXPECT_EQ(s.images_seen, 28 * 16);
   EXPECT_TRUE(torch::isfinite(h.model.fc->weight).all().item<bool>());
+  // The skipped steps' buffer updates were rolled back.
+  EXPECT_EQ(h.model.updates.item<double>(), 28.0);
 }
 
 TEST(Trainer, SkipPolicyAbortsAfterTooManyInARow) {

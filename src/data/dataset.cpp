@@ -76,6 +76,13 @@ Dataset load_dataset(const DataConfig& cfg) {
   spec.fraction = cfg.train_fraction;
   spec.per_class = cfg.train_per_class;
   auto sub = stratified_subset(full_train.labels, cfg.num_classes, uint64_t(cfg.subset_seed), spec);
+  const std::string train_file = (fs::path(cfg.root) / cfg.train_images).string();
+  if (sub.train.numel() == 0)
+    throw DataError(train_file + ": no training images left after holding out data.val_fraction = " +
+                    std::to_string(cfg.val_fraction) + " of " + std::to_string(full_train.size()));
+  if (cfg.val_fraction > 0 && sub.val.numel() == 0)
+    throw DataError(train_file + ": data.val_fraction = " + std::to_string(cfg.val_fraction) + " of " +
+                    std::to_string(full_train.size()) + " images rounds to an empty validation split");
   ds.train = take(full_train, sub.train);
   if (sub.val.numel() > 0) ds.val = take(full_train, sub.val);
 

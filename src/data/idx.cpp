@@ -17,6 +17,7 @@ constexpr uint32_t kLabelMagic = 0x00000801;  // unsigned byte, 1 dimension
 // Largest count we accept in a header field: guards against garbage headers asking
 // for absurd allocations.
 constexpr uint32_t kMaxDim = 1u << 28;
+constexpr uint64_t kMaxBytes = uint64_t(1) << 36;  // 64 GiB of pixels
 
 struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
@@ -108,6 +109,9 @@ torch::Tensor read_idx_images(const std::string& path) {
   check_dim(n, path, "image count");
   check_dim(h, path, "height");
   check_dim(w, path, "width");
+  if (uint64_t(n) * h * w > kMaxBytes)
+    throw DataError(path + ": implausible header: " + std::to_string(n) + " images of " + std::to_string(h) + "x" +
+                    std::to_string(w) + " exceed " + std::to_string(kMaxBytes >> 30) + " GiB");
   auto images = torch::empty({int64_t(n), 1, int64_t(h), int64_t(w)}, torch::kUInt8);
   read_exact(f.get(), images.data_ptr<uint8_t>(), size_t(n) * h * w, path, "pixels");
   expect_end(f.get(), path);

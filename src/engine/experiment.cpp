@@ -115,12 +115,19 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     run_dir::wipe(dir);
   } else if (run_dir::holds_run(dir)) {
     resume = run_dir::find_resume_point(dir);
+    if (req.require_checkpoint && !resume)
+      throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
     const std::string stored = resume ? resume->contents.config_yaml
                                       : (fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "");
-    if (!stored.empty() && stored != config_yaml)
+    if (!stored.empty() && stored != config_yaml) {
+      if (req.require_checkpoint)
+        throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
+                          first_difference(stored, config_yaml) +
+                          "); a run resumes with the config it started with");
       throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
                         first_difference(stored, config_yaml) +
                         "); pass --force to replace it, or --out to choose another folder");
+    }
     if (!resume) {
       spdlog::info("{} holds no checkpoint yet: starting the run over", dir.string());
       run_dir::wipe(dir);
@@ -128,7 +135,9 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   }
   if (req.require_checkpoint && !resume)
     throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
-  if (resume && resume->state.finished && fs::exists(dir / "summary.json")) {
+  const bool complete = resume && resume->state.finished && fs::exists(dir / "summary.json") &&
+                        resume->checkpoint.filename() == "last.pt";
+  if (complete) {
     spdlog::info("{} is already complete ({} steps); nothing to do", dir.string(), resume->state.step);
     return json::parse(read_file(dir / "summary.json"));
   }
@@ -203,6 +212,9 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   };
   Trainer trainer(*model, *optimizer, schedule, train, data.val.size() > 0 ? &val : nullptr, test, cfg.train, device,
                   callbacks, ema.get());
+  // Resumed from last.prev.pt or best.pt: make `last` the state training continues from
+  // (for a finished run, fit() does nothing and this is the final `last`).
+  if (resume && resume->checkpoint.filename() != "last.pt") callbacks.save_checkpoint("last", state);
   install_stop_handlers();
   trainer.fit(state);
 

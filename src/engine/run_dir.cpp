@@ -112,6 +112,7 @@ json summary(const Config& cfg, const TrainState& s, const std::string& selectio
           {"steps", s.step},
           {"images_seen", s.images_seen},
           {"skipped_steps", s.skipped_steps},
+          {"fp16_overflow_steps", s.overflow_steps},
           {"stopped_early", s.stopped_early},
           {"selection_metric", selection},
           {"final", epoch_json(last)},

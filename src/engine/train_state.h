@@ -47,6 +47,7 @@ struct TrainState {
   int64_t images_seen = 0;     ///< images in applied updates
   int64_t skipped_steps = 0;
   int64_t consecutive_skips = 0;
+  int64_t overflow_steps = 0;  ///< fp16 steps skipped by the loss scaler (gradient overflow)
   double loss_scale = 0.0;     ///< fp16 dynamic loss scale (0 = not used)
   int64_t scaler_good_steps = 0;
   bool finished = false;       ///< all steps done or stopped early

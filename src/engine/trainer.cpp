@@ -41,7 +41,8 @@ Trainer::Trainer(Classifier& model, torch::optim::Optimizer& optimizer, const Lr
                  Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks,
                  Ema* ema)
     : model_(model), optimizer_(optimizer), schedule_(schedule), train_(train), val_(val), test_(test), cfg_(cfg),
-      device_(device), callbacks_(std::move(callbacks)), ema_(ema), params_(model.parameters()) {
+      device_(device), callbacks_(std::move(callbacks)), ema_(ema), params_(model.parameters()),
+      buffers_(model.buffers()) {
   total_steps_ = planned_steps(cfg_, train_.batches_per_epoch());
   if (cfg_.precision == "fp16") scaler_.emplace();
 }
@@ -87,10 +88,11 @@ void Trainer::train_epoch(TrainState& state) {
                       double(state.epoch_seen - seen_at_start) / std::max(seconds_since(start), 1e-9));
     }
     const bool last_batch = i + 1 == batches;
-    if (!last_batch && cfg_.checkpoint_every > 0 && state.step % cfg_.checkpoint_every == 0) save("last", state);
+    const bool periodic = !last_batch && cfg_.checkpoint_every > 0 && state.step % cfg_.checkpoint_every == 0;
+    if (periodic) save("last", state);
     if (const int sig = stop_signal(); sig != 0) {
       progress.finish_epoch();
-      save("last", state);
+      if (!periodic) save("last", state);  // once: a second save would overwrite last.prev.pt with a copy
       throw Interrupted("stopped by signal " + std::to_string(sig) + " at step " + std::to_string(state.step) +
                         "; checkpoint written, rerun the same command to resume");
     }
@@ -107,6 +109,11 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   state.last_lr = lr;
   Batch b = train_.batch(batch_index);
   auto x = b.images.to(device_), y = b.labels.to(device_);
+  // Under the skip policy a skipped step must leave no trace, including the running
+  // statistics the forward pass updates (BatchNorm): keep a copy to restore.
+  std::vector<torch::Tensor> buffers_before;
+  if (cfg_.nonfinite == "skip")
+    for (const auto& buf : buffers_) buffers_before.push_back(buf.clone());
   torch::Tensor logits;
   {
     AutocastScope autocast(cfg_.precision, device_);
@@ -131,10 +138,12 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   ++state.step;
 
   if (!std::isfinite(loss_v) || !std::isfinite(norm_v)) {
-    if (scaler_ && std::isfinite(loss_v)) {  // fp16 overflow: the scaler's business
+    // fp16 gradient overflow is the loss scaler's business until the scale bottoms out.
+    if (scaler_ && std::isfinite(loss_v) && scaler_->scale() > 1.0) {
       scaler_->update(true);
       state.loss_scale = scaler_->scale();
       state.scaler_good_steps = scaler_->good_steps();
+      ++state.overflow_steps;
       return;
     }
     const std::string what = fmt::format("non-finite {} at step {} (epoch {}, batch {}): loss {}, gradient norm {}",
@@ -142,6 +151,8 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
                                          batch_index + 1, loss_v, norm_v);
     if (cfg_.nonfinite == "abort")
       throw NonFiniteError(what + "; stopping (train.nonfinite: abort), no checkpoint was written after it");
+    torch::NoGradGuard no_grad;
+    for (size_t k = 0; k < buffers_before.size(); ++k) buffers_[k].copy_(buffers_before[k]);
     ++state.skipped_steps;
     ++state.epoch_skipped;
     if (++state.consecutive_skips >= cfg_.max_consecutive_skips)

@@ -70,6 +70,7 @@ class Trainer {
   Ema* ema_;
   std::optional<LossScaler> scaler_;
   std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> buffers_;
   int64_t total_steps_ = 0;
 };
 

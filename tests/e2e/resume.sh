@@ -72,6 +72,12 @@ BIASLAB_FAULT=kill_after_step:10 train broken > broken.log 2>&1 || true
 for f in broken/checkpoints/*.pt; do printf 'junk' > "$f"; done
 expect_status 5 "no usable checkpoint" "bad magic" -- train broken
 
+# --resume of a run killed before its first checkpoint: exit 5, and nothing deleted.
+BIASLAB_FAULT=kill_after_step:2 train early > early.log 2>&1 || true
+expect_status 5 "no checkpoint to resume from" -- "$BIASLAB" train --resume early
+[[ -s early/config.yaml ]] || fail "--resume deleted the run it could not resume"
+expect_status 2 "--set values change the run's config" -- "$BIASLAB" train --resume ref --set optim.lr=0.5
+
 # The same folder with a different config is refused; a complete run is left alone.
 expect_status 2 "holds a run of a different config" "optim" -- train ref --set optim.lr=0.01
 before=$(md5sum ref/*.* ref/checkpoints/*)

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "core/errors.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "test_util.h"
+
+using namespace biaslab;
+using biaslab::test::TempDir;
+
+namespace {
+
+// 4x4 images, `per_class` of each of two classes; pixel value = class * 100 + index.
+DataConfig write_dataset(const TempDir& dir, int64_t per_class) {
+  const int64_t n = 2 * per_class;
+  auto labels = torch::arange(n, torch::kLong).remainder(2);
+  auto images = (labels * 100 + torch::arange(n, torch::kLong)).view({n, 1, 1, 1}).expand({n, 1, 4, 4});
+  write_idx_images((dir / "train-img.gz").string(), images.to(torch::kUInt8).contiguous());
+  write_idx_labels((dir / "train-lbl.gz").string(), labels);
+  write_idx_images((dir / "test-img").string(), images.to(torch::kUInt8).contiguous());
+  write_idx_labels((dir / "test-lbl").string(), labels);
+  DataConfig c;
+  c.root = dir.path().string();
+  c.train_images = "train-img.gz";
+  c.train_labels = "train-lbl.gz";
+  c.test_images = "test-img";
+  c.test_labels = "test-lbl";
+  c.image_size = 4;
+  c.channels = 1;
+  c.num_classes = 2;
+  c.mean = {0.5};
+  c.std = {0.5};
+  return c;
+}
+
+std::string data_error(const DataConfig& c) {
+  try {
+    load_dataset(c);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a DataError";
+  return "";
+}
+
+}  // namespace
+
+TEST(Dataset, LoadsSplitsResizesAndConvertsChannels) {
+  TempDir dir;
+  DataConfig c = write_dataset(dir, 10);
+  c.val_fraction = 0.2;
+  c.train_fraction = 0.5;
+  c.image_size = 8;
+  c.channels = 3;
+  c.mean = c.std = {0.5, 0.5, 0.5};
+  Dataset d = load_dataset(c);
+  EXPECT_EQ(d.val.size(), 4);     // 2 per class
+  EXPECT_EQ(d.train.size(), 8);   // half of the remaining 8 per class
+  EXPECT_EQ(d.test.size(), 20);
+  EXPECT_EQ(d.train.images.sizes(), (torch::IntArrayRef{8, 3, 8, 8}));
+  // A constant image stays constant through the resize and the channel copy.
+  auto img = d.train.images[0];
+  EXPECT_EQ(img.min().item<int64_t>(), img.max().item<int64_t>());
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"0", "1"}));
+}
+
+TEST(Dataset, EmptySplitsAreDataErrors) {
+  TempDir dir;
+  DataConfig c = write_dataset(dir, 3);
+  c.val_fraction = 0.9;  // rounds to all 3 images of each class
+  EXPECT_NE(data_error(c).find("no training images left"), std::string::npos);
+  c.val_fraction = 0.1;  // rounds to 0 per class
+  EXPECT_NE(data_error(c).find("rounds to an empty validation split"), std::string::npos);
+}
+
+TEST(Dataset, LabelOutOfRangeAndCountMismatch) {
+  TempDir dir;
+  DataConfig c = write_dataset(dir, 3);
+  write_idx_labels((dir / "train-lbl.gz").string(), torch::tensor({0, 1, 5, 0, 1, 0}, torch::kLong));
+  EXPECT_NE(data_error(c).find("label 5 is out of range for data.num_classes = 2"), std::string::npos);
+  write_idx_labels((dir / "train-lbl.gz").string(), torch::tensor({0, 1}, torch::kLong));
+  EXPECT_NE(data_error(c).find("holds 6 images but"), std::string::npos);
+  c.root = (dir / "nope").string();
+  EXPECT_NE(data_error(c).find("is not a folder"), std::string::npos);
+}
