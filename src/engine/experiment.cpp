@@ -71,6 +71,25 @@ std::string first_difference(const std::string& a, const std::string& b) {
 }
 
 
+// The resolved config without the keys that say where and how a run executes rather
+// than what it computes: a run may resume with its data moved, on another device or
+// with another thread count (the last two void the bitwise guarantee; see README).
+std::string experiment_identity(const std::string& config_yaml, const fs::path& dir) {
+  LoadOptions lo;
+  lo.resolve_presets = false;
+  Config c;
+  try {
+    c = load_config_text(config_yaml, (dir / "config.yaml").string(), {}, lo);
+  } catch (const ConfigError& e) {
+    throw CheckpointError(dir.string() + ": the stored config no longer loads: " + e.what());
+  }
+  c.data.root.clear();
+  c.runtime.threads = 0;
+  c.runtime.device = "auto";
+  c.train.log_every = 1;
+  return to_yaml(c);
+}
+
 }  // namespace
 
 Config load_run_config(const fs::path& run_dir, const std::vector<std::string>& overrides) {
@@ -117,15 +136,17 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     resume = run_dir::find_resume_point(dir);
     if (req.require_checkpoint && !resume)
       throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
-    const std::string stored = resume ? resume->contents.config_yaml
-                                      : (fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "");
-    if (!stored.empty() && stored != config_yaml) {
+    const std::string stored_yaml = resume ? resume->contents.config_yaml
+                                           : (fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "");
+    const std::string stored = stored_yaml.empty() ? "" : experiment_identity(stored_yaml, dir);
+    if (!stored.empty() && stored != experiment_identity(config_yaml, dir)) {
       if (req.require_checkpoint)
         throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
-                          first_difference(stored, config_yaml) +
-                          "); a run resumes with the config it started with");
+                          first_difference(stored, experiment_identity(config_yaml, dir)) +
+                          "); a run resumes with the config it started with (only data.root, runtime.threads, "
+                          "runtime.device and train.log_every may change)");
       throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
-                        first_difference(stored, config_yaml) +
+                        first_difference(stored, experiment_identity(config_yaml, dir)) +
                         "); pass --force to replace it, or --out to choose another folder");
     }
     if (!resume) {
@@ -173,10 +194,10 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     spdlog::info("resuming {} from {} (step {}, epoch {})", dir.string(), resume->checkpoint.string(), state.step,
                  state.epoch);
   } else {
-    atomic_write(dir / "config.yaml", config_yaml);
     spdlog::info("run {} -> {} (libtorch {}, {} thread(s), device {})", cfg.name, dir.string(),
                  compat::torch_version(), threads, device.str());
   }
+  atomic_write(dir / "config.yaml", config_yaml);
   atomic_write(dir / "meta.json", meta.dump(2) + "\n");
   spdlog::info("data: {} train / {} val / {} test images, {}x{}x{}, {} classes", data.train.size(), data.val.size(),
                data.test.size(), cfg.data.channels, cfg.data.image_size, cfg.data.image_size, cfg.data.num_classes);

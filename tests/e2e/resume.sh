@@ -52,6 +52,12 @@ status=0; BIASLAB_FAULT=kill_after_step:14 train twice >> twice.log 2>&1 || stat
 train twice >> twice.log 2>&1 || fail "twice: resume"
 same_as_reference twice
 
+# Where/how keys may change on resume (here log_every; likewise data.root, threads, device).
+status=0; BIASLAB_FAULT=kill_after_step:5 train moved > moved.log 2>&1 || status=$?
+[[ $status == 137 ]] || fail "moved: kill"
+"$BIASLAB" train --resume moved --set train.log_every=7 >> moved.log 2>&1 || { cat moved.log; fail "moved: resume"; }
+same_as_reference moved
+
 # SIGTERM: finishes the step, writes a checkpoint, exits 75; the rerun resumes.
 status=0; BIASLAB_FAULT=sigterm_after_step:11 train term > term.log 2>&1 || status=$?
 [[ $status == 75 ]] || { cat term.log; fail "SIGTERM: expected exit 75, got $status"; }
