@@ -20,6 +20,7 @@
 #include "config/suggest.h"
 #include "core/build_info.h"
 #include "core/errors.h"
+#include "core/fs.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;
@@ -74,14 +75,11 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
 }
 
 std::string read_text(const fs::path& path, const std::string& what) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw ConfigError(what + " " + path.string() + " cannot be read (does it exist?)");
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
+  try {
+    return read_file(path);
+  } catch (const Error& e) {
+    throw ConfigError(what + ": " + e.what());
+  }
 }
 
 // The experiment document: top-level keys are `name` and the sections, each a mapping.
