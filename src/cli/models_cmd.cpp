@@ -20,7 +20,7 @@ void register_models(CLI::App& app) {
     for (const auto& name : list_presets("models")) {
       const Config cfg = load_config_text("model: {preset: " + name + "}\ndata: {preset: " + *data + "}\n",
                                           "models/" + name + ".yaml");
-      auto model = build_model(cfg.model, {cfg.data.channels, cfg.data.image_size, cfg.data.num_classes});
+      auto model = build_model(cfg.model, input_spec(cfg.data));
       std::cout << fmt::format("{:<20} {:<8} {:>12}\n", name, cfg.model.family, count_parameters(*model));
     }
   });

@@ -43,8 +43,6 @@ std::string hostname() {
   return buf;
 }
 
-InputSpec input_spec(const DataConfig& d) { return {d.channels, d.image_size, d.num_classes}; }
-
 LoaderOptions loader_options(const Config& cfg, int64_t batch, bool train) {
   LoaderOptions o;
   o.batch_size = batch;

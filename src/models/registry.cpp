@@ -46,6 +46,8 @@ const std::map<std::string, Builder>& registry() {
 
 }  // namespace
 
+InputSpec input_spec(const DataConfig& d) { return {d.channels, d.image_size, d.num_classes}; }
+
 ClassifierPtr build_model(const ModelConfig& cfg, const InputSpec& input) {
   auto it = registry().find(cfg.family);
   if (it == registry().end())

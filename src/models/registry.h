@@ -15,6 +15,9 @@ struct InputSpec {
   int64_t num_classes = 10;
 };
 
+/// The input and output sizes a data config implies.
+InputSpec input_spec(const DataConfig& data);
+
 /// Builds the model `cfg.family` names; throws ConfigError for an unknown family.
 ClassifierPtr build_model(const ModelConfig& cfg, const InputSpec& input);
 
