@@ -17,10 +17,10 @@ TEST(Ema, StartsAsCopyThenAveragesParametersAndCopiesBuffers) {
   {
     torch::NoGradGuard g;
     model.fc->weight.add_(1.0);
-    model.bn1->running_mean.add_(3.0);
+    model.named_buffers()["bn1.running_mean"].add_(3.0);
   }
   ema.update();
   EXPECT_TRUE(torch::allclose(shadow.fc->weight, 0.9 * before + 0.1 * model.fc->weight));
-  EXPECT_TRUE(torch::equal(shadow.bn1->running_mean, model.bn1->running_mean));
+  EXPECT_TRUE(torch::equal(shadow.named_buffers()["bn1.running_mean"], model.named_buffers()["bn1.running_mean"]));
   EXPECT_FALSE(shadow.fc->weight.requires_grad());
 }

@@ -6,6 +6,8 @@
 #include "models/registry.h"
 #include "models/resnet.h"
 #include "models/vit.h"
+#include "layers/norm.h"
+#include "layers/transformer_block.h"
 
 using namespace biaslab;
 
@@ -95,7 +97,7 @@ TEST(Models, ZeroInitResidualMakesBlocksIdentityPlusRelu) {
   ResNetImpl r(ResNetOptions(10).zero_init_residual(true));
   for (auto& m : r.modules(false))
     if (auto* b = m->as<BasicBlock>()) {
-      EXPECT_EQ(b->bn2->weight.abs().sum().item<double>(), 0.0);
+      EXPECT_EQ(b->bn2.ptr()->named_parameters()["weight"].abs().sum().item<double>(), 0.0);
     }
 }
 
@@ -108,4 +110,98 @@ TEST(Models, UnknownFamilyIsAConfigError) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'vit'"), std::string::npos);
   }
+}
+
+namespace {
+// Every norm kind and residual setting of both families at tiny size.
+struct Knob {
+  std::string preset;
+  std::vector<std::string> sets;
+};
+std::vector<Knob> knob_values() {
+  std::vector<Knob> out;
+  for (const char* n : {"batchnorm", "groupnorm", "layernorm", "none"})
+    for (const char* r : {"true", "false"})
+      out.push_back({"resnet20", {std::string("model.norm=") + n, std::string("model.residual=") + r}});
+  for (const char* n : {"layernorm", "batchnorm", "rmsnorm", "none"})
+    for (const char* p : {"pre", "post"})
+      for (const char* r : {"true", "false"})
+        out.push_back({"vit_lite_p4", {std::string("model.norm=") + n, std::string("model.norm_placement=") + p,
+                                       std::string("model.residual=") + r}});
+  return out;
+}
+class KnobTest : public ::testing::TestWithParam<Knob> {};
+}  // namespace
+
+TEST_P(KnobTest, BuildsForwardsAndBackpropagates) {
+  torch::manual_seed(0);
+  auto sets = GetParam().sets;
+  sets.push_back("data.image_size=16");
+  sets.push_back(GetParam().preset == "resnet20" ? "model.layers=[1,1,1]" : "model.depth=2");
+  const Config cfg = load_config_text("model: {preset: " + GetParam().preset + "}\ndata: {preset: fashion_mnist}\n",
+                                      "knob.yaml", sets);
+  auto model = build_model(cfg.model, input_spec(cfg.data));
+  auto logits = model->forward(torch::randn({4, 1, 16, 16}));
+  EXPECT_EQ(logits.sizes(), (torch::IntArrayRef{4, 10}));
+  logits.sum().backward();
+  for (const auto& p : model->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
+  }
+  // norm: none leaves no norm parameters or buffers at all.
+  if (cfg.model.norm == "none") {
+    for (const auto& p : model->named_parameters())
+      EXPECT_EQ(p.key().find("norm"), std::string::npos) << p.key();
+    for (const auto& p : model->named_parameters()) EXPECT_EQ(p.key().find("bn"), std::string::npos) << p.key();
+    EXPECT_EQ(model->named_buffers().size(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(NormAndResidual, KnobTest, ::testing::ValuesIn(knob_values()), [](const auto& info) {
+  std::string name = info.param.preset;
+  for (const auto& s : info.param.sets) name += "_" + s.substr(s.find('=') + 1);
+  return name;
+});
+
+TEST(Models, ResidualOffRemovesTheSkipPath) {
+  // With the residual branch's output forced to zero (zero-init last norm gain), a
+  // residual block passes relu(x) through; a plain block outputs zero.
+  torch::manual_seed(0);
+  auto x = torch::rand({2, 8, 6, 6});
+  BasicBlock with(BasicBlockOptions(8, 8));
+  BasicBlock plain(BasicBlockOptions(8, 8).residual(false));
+  for (auto* b : {&with, &plain}) {
+    torch::NoGradGuard g;
+    (*b)->bn2.ptr()->named_parameters()["weight"].zero_();
+    (*b)->bn2.ptr()->named_parameters()["bias"].zero_();
+  }
+  EXPECT_TRUE(torch::allclose(with(x), torch::relu(x)));
+  EXPECT_EQ(plain(x).abs().sum().item<double>(), 0.0);
+  EXPECT_FALSE(plain->downsample);
+  EXPECT_FALSE(BasicBlock(BasicBlockOptions(8, 16).stride(2).residual(false))->downsample);
+
+  // Transformer block: with attention and MLP outputs zeroed, residual keeps x, plain gives 0.
+  TransformerBlock tr(TransformerBlockOptions(8, 2));
+  TransformerBlock tp(TransformerBlockOptions(8, 2).residual(false));
+  for (auto* b : {&tr, &tp}) {
+    torch::NoGradGuard g;
+    (*b)->attn->proj->weight.zero_();
+    (*b)->attn->proj->bias.zero_();
+    (*b)->mlp->fc2->weight.zero_();
+    (*b)->mlp->fc2->bias.zero_();
+  }
+  auto t = torch::randn({2, 5, 8});
+  EXPECT_TRUE(torch::allclose(tr(t), t));
+  EXPECT_EQ(tp(t).abs().sum().item<double>(), 0.0);
+}
+
+TEST(Models, TokenNormsNormalise) {
+  auto x = torch::randn({3, 7, 16}) * 5 + 2;
+  auto bn = make_token_norm("batchnorm", 16);
+  auto y = bn.forward(x).reshape({-1, 16});  // training mode: per-channel over all tokens
+  EXPECT_TRUE(torch::allclose(y.mean(0), torch::zeros({16}), 1e-5, 1e-5));
+  auto rms = make_token_norm("rmsnorm", 16).forward(x);
+  EXPECT_TRUE(torch::allclose(rms.pow(2).mean(-1), torch::ones({3, 7}), 1e-3, 1e-3));
+  auto gn = make_image_norm("groupnorm", 24);  // 24 channels: largest divisor <= 32 is 24
+  EXPECT_EQ(gn.ptr()->named_parameters()["weight"].numel(), 24);
 }

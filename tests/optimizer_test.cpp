@@ -24,7 +24,7 @@ TEST(Optimizer, NoDecayOnNormsBiasesPositionsAndClassToken) {
   EXPECT_TRUE(contains(no_decay, v.pos_embed));
   EXPECT_TRUE(contains(no_decay, v.cls_token));
   EXPECT_TRUE(contains(no_decay, v.head->bias));
-  EXPECT_TRUE(contains(no_decay, v.norm->weight));
+  EXPECT_TRUE(contains(no_decay, v.named_parameters()["norm.weight"]));
   EXPECT_TRUE(contains(decay, v.head->weight));
   EXPECT_TRUE(contains(decay, v.patch_embed->proj->weight));
   EXPECT_EQ(decay.params().size() + no_decay.params().size(), v.parameters().size());

@@ -11,6 +11,8 @@ namespace biaslab {
 struct ModelConfig {
   std::string preset;            ///< models/<preset>.yaml the values came from (informational)
   std::string family;            ///< resnet | vit (required)
+  std::string norm;              ///< resnet: batchnorm|groupnorm|layernorm|none; vit: layernorm|batchnorm|rmsnorm|none ("" = family default)
+  bool residual = true;          ///< skip connections on/off
   // ResNet
   std::string stem = "cifar";    ///< cifar (3x3 conv) | imagenet (7x7 stride-2 conv + max-pool)
   std::vector<int64_t> layers = {3, 3, 3};      ///< blocks per stage
@@ -26,6 +28,7 @@ struct ModelConfig {
   double drop_rate = 0.0;        ///< dropout after embeddings, in MLPs and projections
   double attn_drop_rate = 0.0;   ///< dropout on attention weights
   std::string pool = "cls";      ///< cls (class token) | gap (mean of patch tokens)
+  std::string norm_placement = "pre";  ///< pre | post
 };
 
 struct DataConfig {

@@ -290,10 +290,15 @@ class FieldTable {
         });
   }
 
-  const Field* find(const std::string& key) const {
-    for (const auto& f : fields)
-      if (f.key == key) return &f;
-    return nullptr;
+  /// The field for `key`, preferring the one of `family` when families share a key.
+  const Field* find(const std::string& key, const std::string& family = "") const {
+    const Field* any = nullptr;
+    for (const auto& f : fields) {
+      if (f.key != key) continue;
+      if (f.family.empty() || f.family == family) return &f;
+      if (!any) any = &f;
+    }
+    return any;
   }
 
  private:
@@ -310,12 +315,16 @@ FieldTable make_table(Config& c) {
   ModelConfig& m = c.model;
   t.text("model.preset", m.preset);
   t.choice("model.family", m.family, {"resnet", "vit"});
+  t.boolean("model.residual", m.residual);
   t.family_scope = "resnet";
+  t.choice("model.norm", m.norm, {"batchnorm", "groupnorm", "layernorm", "none"});
   t.choice("model.stem", m.stem, {"cifar", "imagenet"});
   t.list("model.layers", m.layers, "integers", 1);
   t.list("model.widths", m.widths, "integers", 1);
   t.boolean("model.zero_init_residual", m.zero_init_residual);
   t.family_scope = "vit";
+  t.choice("model.norm", m.norm, {"layernorm", "batchnorm", "rmsnorm", "none"});
+  t.choice("model.norm_placement", m.norm_placement, {"pre", "post"});
   t.integer("model.patch_size", m.patch_size, 1);
   t.integer("model.embed_dim", m.embed_dim, 1);
   t.integer("model.depth", m.depth, 1);
@@ -487,7 +496,7 @@ Config build(const Flat& merged, const fs::path& home, const std::string& defaul
   if (merged.count("model.family")) table.find("model.family")->read(merged.at("model.family"));
 
   for (const auto& [key, entry] : merged) {
-    const Field* f = table.find(key);
+    const Field* f = table.find(key, c.model.family);
     if (!f) {
       const auto dot = key.find('.');
       const std::string section = key.substr(0, dot);
@@ -507,6 +516,7 @@ Config build(const Flat& merged, const fs::path& home, const std::string& defaul
     f->read(entry);
   }
   if (c.name.empty()) c.name = default_name;
+  if (c.model.norm.empty()) c.model.norm = c.model.family == "vit" ? "layernorm" : "batchnorm";
   check(c, merged, home);
   return c;
 }

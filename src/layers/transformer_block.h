@@ -1,11 +1,17 @@
 #pragma once
-// Pre-norm transformer block: x + Attn(LN(x)), then x + MLP(LN(x)) (timm's `Block`).
+// Transformer block (timm's `Block`), with the ablation knobs of this project:
+//   pre-norm  (default): x = x + Attn(N1(x));  x = x + MLP(N2(x))
+//   post-norm (Vaswani et al. 2017): x = N1(x + Attn(x));  x = N2(x + MLP(x))
+// residual=false drops the "x +" terms; the norm kind comes from layers/norm.h.
 #include <torch/nn/cloneable.h>
-#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/container/any.h>
 #include <torch/nn/pimpl.h>
+
+#include <string>
 
 #include "layers/attention.h"
 #include "layers/mlp.h"
+#include "layers/norm.h"
 
 namespace biaslab {
 
@@ -19,6 +25,12 @@ struct TransformerBlockOptions {
   /// Dropout after the attention projection and inside the MLP.
   TORCH_ARG(double, drop) = 0.0;
   TORCH_ARG(double, attn_drop) = 0.0;
+  /// layernorm | batchnorm | rmsnorm | none (layers/norm.h)
+  TORCH_ARG(std::string, norm) = "layernorm";
+  /// pre | post
+  TORCH_ARG(std::string, norm_placement) = "pre";
+  /// Skip connections around attention and MLP.
+  TORCH_ARG(bool, residual) = true;
 };
 
 class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
@@ -29,7 +41,7 @@ class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
   torch::Tensor forward(const torch::Tensor& x);
 
   TransformerBlockOptions options;
-  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  torch::nn::AnyModule norm1, norm2;
   Attention attn{nullptr};
   Mlp mlp{nullptr};
 };

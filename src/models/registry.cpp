@@ -19,7 +19,9 @@ ClassifierPtr build_resnet(const ModelConfig& m, const InputSpec& in) {
                                           .stem(m.stem)
                                           .layers(m.layers)
                                           .widths(m.widths)
-                                          .zero_init_residual(m.zero_init_residual));
+                                          .zero_init_residual(m.zero_init_residual)
+                                          .norm(m.norm.empty() ? "batchnorm" : m.norm)
+                                          .residual(m.residual));
 }
 
 ClassifierPtr build_vit(const ModelConfig& m, const InputSpec& in) {
@@ -32,7 +34,10 @@ ClassifierPtr build_vit(const ModelConfig& m, const InputSpec& in) {
                                        .qkv_bias(m.qkv_bias)
                                        .drop_rate(m.drop_rate)
                                        .attn_drop_rate(m.attn_drop_rate)
-                                       .pool(m.pool));
+                                       .pool(m.pool)
+                                       .norm(m.norm.empty() ? "layernorm" : m.norm)
+                                       .norm_placement(m.norm_placement)
+                                       .residual(m.residual));
 }
 
 // Explicit table (self-registering statics are dropped when linking a static library).

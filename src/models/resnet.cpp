@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "layers/norm.h"
+
 namespace biaslab {
 namespace nn = torch::nn;
 
@@ -16,17 +18,22 @@ BasicBlockImpl::BasicBlockImpl(const BasicBlockOptions& options_) : options(opti
 void BasicBlockImpl::reset() {
   const int64_t in = options.in_channels(), out = options.out_channels(), s = options.stride();
   conv1 = register_module("conv1", conv(in, out, 3, s));
-  bn1 = register_module("bn1", nn::BatchNorm2d(out));
+  bn1 = make_image_norm(options.norm(), out);
+  register_module("bn1", bn1.ptr());
   conv2 = register_module("conv2", conv(out, out, 3, 1));
-  bn2 = register_module("bn2", nn::BatchNorm2d(out));
-  if (s != 1 || in != out) {
-    downsample = register_module("downsample", nn::Sequential(conv(in, out, 1, s), nn::BatchNorm2d(out)));
+  bn2 = make_image_norm(options.norm(), out);
+  register_module("bn2", bn2.ptr());
+  if (options.residual() && (s != 1 || in != out)) {
+    downsample = nn::Sequential(conv(in, out, 1, s));
+    downsample->push_back(make_image_norm(options.norm(), out));
+    register_module("downsample", downsample);
   }
 }
 
 torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
-  auto y = torch::relu(bn1(conv1(x)));
-  y = bn2(conv2(y));
+  auto y = torch::relu(bn1.forward(conv1(x)));
+  y = bn2.forward(conv2(y));
+  if (!options.residual()) return torch::relu(y);
   auto identity = downsample ? downsample->forward(x) : x;
   return torch::relu(y + identity);
 }
@@ -41,7 +48,8 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
   const bool imagenet = options.stem() == "imagenet";
   conv1 = register_module("conv1", imagenet ? conv(options.in_chans(), widths[0], 7, 2)
                                             : conv(options.in_chans(), widths[0], 3, 1));
-  bn1 = register_module("bn1", nn::BatchNorm2d(widths[0]));
+  bn1 = make_image_norm(options.norm(), widths[0]);
+  register_module("bn1", bn1.ptr());
   if (imagenet) maxpool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
 
   int64_t in = widths[0];
@@ -49,7 +57,8 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
     nn::Sequential stage;
     for (int64_t b = 0; b < layers[s]; ++b) {
       const int64_t stride = (b == 0 && s > 0) ? 2 : 1;
-      stage->push_back(BasicBlock(BasicBlockOptions(in, widths[s]).stride(stride)));
+      stage->push_back(BasicBlock(
+          BasicBlockOptions(in, widths[s]).stride(stride).norm(options.norm()).residual(options.residual())));
       in = widths[s];
     }
     stages.push_back(register_module("layer" + std::to_string(s + 1), stage));
@@ -67,13 +76,16 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
     }
   }
   if (options.zero_init_residual()) {
-    for (auto& m : modules(false))
-      if (auto* block = m->as<BasicBlock>()) block->bn2->weight.zero_();
+    for (auto& m : modules(false)) {
+      auto* block = m->as<BasicBlock>();
+      if (!block) continue;
+      if (auto* gain = block->bn2.ptr()->named_parameters(false).find("weight")) gain->zero_();
+    }
   }
 }
 
 torch::Tensor ResNetImpl::forward_features(const torch::Tensor& x) {
-  auto y = torch::relu(bn1(conv1(x)));
+  auto y = torch::relu(bn1.forward(conv1(x)));
   if (maxpool) y = maxpool(y);
   for (auto& stage : stages) y = stage->forward(y);
   return y.mean({2, 3});  // global average pool: (B, C, H, W) -> (B, C)

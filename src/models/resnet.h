@@ -7,6 +7,7 @@
 // Submodule names follow torchvision: conv1, bn1, layer1.0.conv1, ..., downsample, fc.
 #include <torch/nn/cloneable.h>
 #include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -27,9 +28,13 @@ struct BasicBlockOptions {
   TORCH_ARG(int64_t, out_channels);
   /// Stride of the first 3x3 conv (2 halves the resolution).
   TORCH_ARG(int64_t, stride) = 1;
+  /// batchnorm | groupnorm | layernorm | none (layers/norm.h)
+  TORCH_ARG(std::string, norm) = "batchnorm";
+  /// false: no skip connection (a "plain" network, He et al. 2016 Fig. 4).
+  TORCH_ARG(bool, residual) = true;
 };
 
-/// conv3x3-BN-ReLU-conv3x3-BN, plus the (projected) input, then ReLU.
+/// conv3x3-norm-ReLU-conv3x3-norm, plus the (projected) input when residual, then ReLU.
 class BasicBlockImpl : public torch::nn::Cloneable<BasicBlockImpl> {
  public:
   explicit BasicBlockImpl(const BasicBlockOptions& options);
@@ -38,8 +43,8 @@ class BasicBlockImpl : public torch::nn::Cloneable<BasicBlockImpl> {
 
   BasicBlockOptions options;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
-  torch::nn::Sequential downsample{nullptr};  // empty when the shapes already match
+  torch::nn::AnyModule bn1, bn2;              // named as torchvision's, whatever the norm kind
+  torch::nn::Sequential downsample{nullptr};  // null when the shapes match or residual is off
 };
 TORCH_MODULE(BasicBlock);
 
@@ -53,8 +58,12 @@ struct ResNetOptions {
   TORCH_ARG(std::vector<int64_t>, layers) = std::vector<int64_t>{3, 3, 3};
   /// Channels per stage; the stem outputs widths[0].
   TORCH_ARG(std::vector<int64_t>, widths) = std::vector<int64_t>{16, 32, 64};
-  /// Zero-init each block's last BN so blocks start as identities (Goyal et al. 2017).
+  /// Zero-init each block's last norm gain so blocks start as identities (Goyal et al. 2017).
   TORCH_ARG(bool, zero_init_residual) = false;
+  /// batchnorm | groupnorm | layernorm | none, in the stem and every block.
+  TORCH_ARG(std::string, norm) = "batchnorm";
+  /// false: every block without its skip connection.
+  TORCH_ARG(bool, residual) = true;
 };
 
 class ResNetImpl : public Classifier {
@@ -66,7 +75,7 @@ class ResNetImpl : public Classifier {
 
   ResNetOptions options;
   torch::nn::Conv2d conv1{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr};
+  torch::nn::AnyModule bn1;
   torch::nn::MaxPool2d maxpool{nullptr};  // imagenet stem only
   std::vector<torch::nn::Sequential> stages;  // registered as layer1, layer2, ...
   torch::nn::Linear fc{nullptr};

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "layers/init.h"
+#include "layers/norm.h"
 #include "layers/transformer_block.h"
 
 namespace biaslab {
@@ -24,9 +25,13 @@ ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
                                            .mlp_ratio(options.mlp_ratio())
                                            .qkv_bias(options.qkv_bias())
                                            .drop(options.drop_rate())
-                                           .attn_drop(options.attn_drop_rate())));
+                                           .attn_drop(options.attn_drop_rate())
+                                           .norm(options.norm())
+                                           .norm_placement(options.norm_placement())
+                                           .residual(options.residual())));
   }
-  norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({dim}).eps(1e-6)));
+  norm = make_token_norm(options.norm(), dim);
+  register_module("norm", norm.ptr());
   head = register_module("head", nn::Linear(dim, options.num_classes()));
 
   // timm's initialisation: truncated normal (0.02) for Linear weights and pos_embed,
@@ -47,7 +52,7 @@ torch::Tensor ViTImpl::forward_features(const torch::Tensor& x) {
   if (cls_token.defined()) t = torch::cat({cls_token.expand({t.size(0), -1, -1}), t}, 1);  // (B, N+1, D)
   t = pos_drop(t + pos_embed);
   t = blocks->forward(t);
-  return norm(t);
+  return norm.forward(t);
 }
 
 torch::Tensor ViTImpl::forward(const torch::Tensor& x) {

@@ -2,10 +2,11 @@
 // Vision Transformer (Dosovitskiy et al. 2021, arXiv:2010.11929), timm layout:
 // patch_embed.proj, cls_token, pos_embed, blocks.N.{norm1,attn.qkv,attn.proj,norm2,mlp.fc1,mlp.fc2},
 // norm, head. Pre-norm blocks, learned positional embedding, class-token or mean pooling.
+// Ablations: the norm kind, pre/post placement, and residual connections on/off.
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/container/any.h>
 
 #include <string>
 
@@ -31,6 +32,12 @@ struct ViTOptions {
   TORCH_ARG(double, attn_drop_rate) = 0.0;
   /// "cls": classify the class token; "gap": mean of the patch tokens (no class token).
   TORCH_ARG(std::string, pool) = "cls";
+  /// Token norm in the blocks and before the head: layernorm | batchnorm | rmsnorm | none.
+  TORCH_ARG(std::string, norm) = "layernorm";
+  /// pre | post (see layers/transformer_block.h).
+  TORCH_ARG(std::string, norm_placement) = "pre";
+  /// Skip connections in every block.
+  TORCH_ARG(bool, residual) = true;
 };
 
 class ViTImpl : public Classifier {
@@ -46,7 +53,7 @@ class ViTImpl : public Classifier {
   torch::Tensor pos_embed;  // (1, N(+1), D)
   torch::nn::Dropout pos_drop{nullptr};
   torch::nn::Sequential blocks{nullptr};
-  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::AnyModule norm;
   torch::nn::Linear head{nullptr};
 };
 

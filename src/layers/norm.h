@@ -1,0 +1,52 @@
+#pragma once
+// Normalisation layers chosen by name: the norm ablation is a config value.
+//   images (B, C, H, W): batchnorm | groupnorm (32 groups, or the largest divisor of C
+//                        below that) | layernorm (GroupNorm with one group: per sample over
+//                        C, H, W) | none
+//   tokens (B, N, C):    layernorm | batchnorm (statistics over all B x N tokens per
+//                        channel) | rmsnorm | none
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+#include <vector>
+
+namespace biaslab {
+
+const std::vector<std::string>& image_norm_kinds();
+const std::vector<std::string>& token_norm_kinds();
+
+/// A norm for (B, C, H, W) feature maps; throws c10::Error for an unknown kind.
+torch::nn::AnyModule make_image_norm(const std::string& kind, int64_t channels);
+/// A norm for (B, N, C) tokens; throws c10::Error for an unknown kind.
+torch::nn::AnyModule make_token_norm(const std::string& kind, int64_t dim);
+
+/// BatchNorm over tokens: (B, N, C) normalised per channel over all B x N tokens.
+/// Parameter and buffer names are BatchNorm's (weight, bias, running_mean, ...).
+class TokenBatchNormImpl : public torch::nn::Cloneable<TokenBatchNormImpl> {
+ public:
+  explicit TokenBatchNormImpl(int64_t dim, double eps = 1e-5, double momentum = 0.1);
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+
+  int64_t dim;
+  double eps, momentum;
+  torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+};
+TORCH_MODULE(TokenBatchNorm);
+
+/// RMSNorm (Zhang & Sennrich 2019, arXiv:1910.07467): x / sqrt(mean(x^2) + eps) * weight.
+class RMSNormImpl : public torch::nn::Cloneable<RMSNormImpl> {
+ public:
+  explicit RMSNormImpl(int64_t dim, double eps = 1e-6);
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+
+  int64_t dim;
+  double eps;
+  torch::Tensor weight;
+};
+TORCH_MODULE(RMSNorm);
+
+}  // namespace biaslab
