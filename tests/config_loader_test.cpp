@@ -193,3 +193,9 @@ TEST(ConfigErrors, DuplicateSectionOrKey) {
   const std::string msg2 = error_of(std::string(kResnet) + "optim:\n  lr: 0.1\n  lr: 0.2\n");
   EXPECT_NE(msg2.find("duplicate key 'optim.lr'"), std::string::npos) << msg2;
 }
+
+TEST(ConfigErrors, SinCosNeedsWidthDivisibleByFour) {
+  const std::string msg = error_of(kVit, {"model.embed_dim=130", "model.num_heads=2", "model.pos_embed=sincos2d"});
+  EXPECT_NE(msg.find("model.pos_embed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("divisible by 4"), std::string::npos) << msg;
+}

@@ -128,6 +128,10 @@ std::vector<Knob> knob_values() {
       for (const char* r : {"true", "false"})
         out.push_back({"vit_lite_p4", {std::string("model.norm=") + n, std::string("model.norm_placement=") + p,
                                        std::string("model.residual=") + r}});
+  for (const char* pe : {"learned", "sincos2d", "none"})
+    out.push_back({"vit_lite_p4", {std::string("model.pos_embed=") + pe, "model.pool=gap"}});
+  out.push_back({"vit_lite_p4", {"model.drop_path_rate=0.2"}});
+  out.push_back({"vit_lite_p4", {"model.layer_scale_init=0.0001"}});
   return out;
 }
 class KnobTest : public ::testing::TestWithParam<Knob> {};
@@ -159,7 +163,10 @@ TEST_P(KnobTest, BuildsForwardsAndBackpropagates) {
 
 INSTANTIATE_TEST_SUITE_P(NormAndResidual, KnobTest, ::testing::ValuesIn(knob_values()), [](const auto& info) {
   std::string name = info.param.preset;
-  for (const auto& s : info.param.sets) name += "_" + s.substr(s.find('=') + 1);
+  for (const auto& s : info.param.sets) {
+    for (char c : s.substr(s.find('=') + 1)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    name += "_";
+  }
   return name;
 });
 
@@ -204,4 +211,58 @@ TEST(Models, TokenNormsNormalise) {
   EXPECT_TRUE(torch::allclose(rms.pow(2).mean(-1), torch::ones({3, 7}), 1e-3, 1e-3));
   auto gn = make_image_norm("groupnorm", 24);  // 24 channels: largest divisor <= 32 is 24
   EXPECT_EQ(gn.ptr()->named_parameters()["weight"].numel(), 24);
+}
+
+TEST(Models, WithoutPositionsGapViTIgnoresPatchOrder) {
+  // No positional encoding + mean pooling: permuting the patches leaves the logits
+  // unchanged; a learned or sin-cos encoding breaks that symmetry.
+  torch::manual_seed(0);
+  auto x = torch::randn({2, 1, 8, 8});
+  // Swap the top-left and bottom-right 4x4 patches.
+  auto y = x.clone();
+  using torch::indexing::Slice;
+  y.index_put_({Slice(), Slice(), Slice(0, 4), Slice(0, 4)}, x.index({Slice(), Slice(), Slice(4, 8), Slice(4, 8)}));
+  y.index_put_({Slice(), Slice(), Slice(4, 8), Slice(4, 8)}, x.index({Slice(), Slice(), Slice(0, 4), Slice(0, 4)}));
+  for (const std::string pe : {"none", "sincos2d", "learned"}) {
+    ViTImpl v(ViTOptions(8, 4, 5).in_chans(1).embed_dim(16).depth(2).num_heads(2).pool("gap").pos_embed(pe));
+    v.eval();
+    const bool same = torch::allclose(v.forward(x), v.forward(y), 1e-5, 1e-5);
+    EXPECT_EQ(same, pe == "none") << pe;
+  }
+}
+
+TEST(Models, SinCosPositionsAreAFixedBuffer) {
+  ViTImpl v(ViTOptions(16, 4, 5).embed_dim(16).depth(1).num_heads(2).pos_embed("sincos2d"));
+  EXPECT_EQ(v.named_parameters().find("pos_embed"), nullptr);
+  ASSERT_NE(v.named_buffers().find("pos_embed"), nullptr);
+  auto pe = v.pos_embed;
+  EXPECT_EQ(pe.sizes(), (torch::IntArrayRef{1, 17, 16}));
+  EXPECT_EQ(pe[0][0].abs().sum().item<double>(), 0.0);  // class token
+  EXPECT_LE(pe.abs().max().item<double>(), 1.0);
+  // Every patch position gets a distinct code.
+  auto codes = pe[0].narrow(0, 1, 16);
+  EXPECT_EQ(std::get<0>(torch::_unique(codes.sum(1) * 1000 + codes.select(1, 0))).numel(), 16);
+  ViTImpl none(ViTOptions(16, 4, 5).embed_dim(16).depth(1).num_heads(2).pos_embed("none"));
+  EXPECT_FALSE(none.pos_embed.defined());
+}
+
+TEST(Layers, DropPathDropsWholeSamplesOnlyInTraining) {
+  torch::manual_seed(0);
+  DropPath dp(0.5);
+  auto x = torch::ones({64, 3, 4});
+  auto y = dp(x);
+  for (int64_t i = 0; i < 64; ++i) {
+    const double v = y[i].mean().item<double>();
+    EXPECT_TRUE(v == 0.0 || v == 2.0) << v;
+    EXPECT_EQ(y[i].min().item<double>(), y[i].max().item<double>());
+  }
+  dp->eval();
+  EXPECT_TRUE(torch::equal(dp(x), x));
+}
+
+TEST(Layers, LayerScaleGain) {
+  TransformerBlock b(TransformerBlockOptions(8, 2).layer_scale_init(1e-4));
+  auto params = b->named_parameters();
+  ASSERT_NE(params.find("ls1.gamma"), nullptr);
+  EXPECT_TRUE(torch::allclose(params["ls2.gamma"], torch::full({8}, 1e-4)));
 }

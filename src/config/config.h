@@ -29,6 +29,9 @@ struct ModelConfig {
   double attn_drop_rate = 0.0;   ///< dropout on attention weights
   std::string pool = "cls";      ///< cls (class token) | gap (mean of patch tokens)
   std::string norm_placement = "pre";  ///< pre | post
+  std::string pos_embed = "learned";   ///< learned | sincos2d | none
+  double drop_path_rate = 0.0;   ///< stochastic depth at the last block (linear ramp from 0)
+  double layer_scale_init = 0.0; ///< LayerScale initial gain; 0 = off
 };
 
 struct DataConfig {

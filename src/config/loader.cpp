@@ -334,6 +334,9 @@ FieldTable make_table(Config& c) {
   t.number("model.drop_rate", m.drop_rate, 0.0, 1.0);
   t.number("model.attn_drop_rate", m.attn_drop_rate, 0.0, 1.0);
   t.choice("model.pool", m.pool, {"cls", "gap"});
+  t.choice("model.pos_embed", m.pos_embed, {"learned", "sincos2d", "none"});
+  t.number("model.drop_path_rate", m.drop_path_rate, 0.0, 0.99);
+  t.number("model.layer_scale_init", m.layer_scale_init, 0.0, 10.0);
   t.family_scope = "";
 
   DataConfig& d = c.data;
@@ -464,6 +467,8 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
               "patch size " + std::to_string(m.patch_size) + " does not divide the image size " +
                   std::to_string(d.image_size) + " (data.image_size, " + k.where("data.image_size") +
                   "); choose a divisor of " + std::to_string(d.image_size) + " or change data.image_size");
+    k.require(m.pos_embed != "sincos2d" || m.embed_dim % 4 == 0, "model.pos_embed",
+              "sincos2d needs embed_dim divisible by 4, got " + std::to_string(m.embed_dim));
     k.require(m.embed_dim % m.num_heads == 0, "model.num_heads",
               "embed_dim " + std::to_string(m.embed_dim) + " (" + k.where("model.embed_dim") +
                   ") is not divisible by num_heads " + std::to_string(m.num_heads));

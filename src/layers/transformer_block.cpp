@@ -22,19 +22,26 @@ void TransformerBlockImpl::reset() {
   register_module("norm2", norm2.ptr());
   const auto hidden = static_cast<int64_t>(double(dim) * options.mlp_ratio());
   mlp = register_module("mlp", Mlp(MlpOptions(dim, hidden).drop(options.drop())));
+  if (options.layer_scale_init() > 0) {
+    ls1 = register_module("ls1", LayerScale(dim, options.layer_scale_init()));
+    ls2 = register_module("ls2", LayerScale(dim, options.layer_scale_init()));
+  }
+  drop_path = register_module("drop_path", DropPath(options.drop_path()));
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
   const bool res = options.residual();
+  // A residual branch: optional LayerScale gain, then stochastic depth.
+  auto branch = [&](const torch::Tensor& t, LayerScale& ls) { return drop_path(ls ? ls(t) : t); };
   if (options.norm_placement() == "post") {
-    auto a = attn(x);
+    auto a = branch(attn(x), ls1);
     auto y = norm1.forward(res ? x + a : a);
-    auto m = mlp(y);
+    auto m = branch(mlp(y), ls2);
     return norm2.forward(res ? y + m : m);
   }
-  auto a = attn(norm1.forward(x));
+  auto a = branch(attn(norm1.forward(x)), ls1);
   auto y = res ? x + a : a;
-  auto m = mlp(norm2.forward(y));
+  auto m = branch(mlp(norm2.forward(y)), ls2);
   return res ? y + m : m;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "layers/attention.h"
+#include "layers/drop_path.h"
 #include "layers/mlp.h"
 #include "layers/norm.h"
 
@@ -31,6 +32,10 @@ struct TransformerBlockOptions {
   TORCH_ARG(std::string, norm_placement) = "pre";
   /// Skip connections around attention and MLP.
   TORCH_ARG(bool, residual) = true;
+  /// Stochastic depth: probability of dropping each residual branch per sample.
+  TORCH_ARG(double, drop_path) = 0.0;
+  /// LayerScale initial gain on each branch; 0 = no LayerScale.
+  TORCH_ARG(double, layer_scale_init) = 0.0;
 };
 
 class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
@@ -44,6 +49,8 @@ class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
   torch::nn::AnyModule norm1, norm2;
   Attention attn{nullptr};
   Mlp mlp{nullptr};
+  LayerScale ls1{nullptr}, ls2{nullptr};  // null without LayerScale
+  DropPath drop_path{nullptr};
 };
 TORCH_MODULE(TransformerBlock);
 

@@ -37,6 +37,9 @@ ClassifierPtr build_vit(const ModelConfig& m, const InputSpec& in) {
                                        .pool(m.pool)
                                        .norm(m.norm.empty() ? "layernorm" : m.norm)
                                        .norm_placement(m.norm_placement)
+                                       .pos_embed(m.pos_embed)
+                                       .drop_path_rate(m.drop_path_rate)
+                                       .layer_scale_init(m.layer_scale_init)
                                        .residual(m.residual));
 }
 

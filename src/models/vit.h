@@ -38,6 +38,12 @@ struct ViTOptions {
   TORCH_ARG(std::string, norm_placement) = "pre";
   /// Skip connections in every block.
   TORCH_ARG(bool, residual) = true;
+  /// learned | sincos2d (fixed) | none
+  TORCH_ARG(std::string, pos_embed) = "learned";
+  /// Stochastic depth, ramped linearly from 0 (first block) to this (last block).
+  TORCH_ARG(double, drop_path_rate) = 0.0;
+  /// LayerScale initial gain (e.g. 1e-4); 0 = off.
+  TORCH_ARG(double, layer_scale_init) = 0.0;
 };
 
 class ViTImpl : public Classifier {
@@ -50,7 +56,7 @@ class ViTImpl : public Classifier {
   ViTOptions options;
   PatchEmbed patch_embed{nullptr};
   torch::Tensor cls_token;  // (1, 1, D); undefined with gap pooling
-  torch::Tensor pos_embed;  // (1, N(+1), D)
+  torch::Tensor pos_embed;  // (1, N(+1), D): parameter (learned), buffer (sincos2d), undefined (none)
   torch::nn::Dropout pos_drop{nullptr};
   torch::nn::Sequential blocks{nullptr};
   torch::nn::AnyModule norm;
