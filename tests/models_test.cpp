@@ -52,6 +52,11 @@ TEST(Models, ParameterCountsMatchReferenceImplementations) {
   // torchvision.models.resnet18(): 11,689,512.
   ResNetImpl r18(ResNetOptions(1000).stem("imagenet").layers({2, 2, 2, 2}).widths({64, 128, 256, 512}));
   EXPECT_EQ(count_parameters(r18), 11689512);
+  // torchvision.models.resnet34(): 21,797,672; resnet50(): 25,557,032.
+  ResNetImpl r34(ResNetOptions(1000).stem("imagenet").layers({3, 4, 6, 3}).widths({64, 128, 256, 512}));
+  EXPECT_EQ(count_parameters(r34), 21797672);
+  ResNetImpl r50(ResNetOptions(1000).stem("imagenet").block("bottleneck").layers({3, 4, 6, 3}).widths({64, 128, 256, 512}));
+  EXPECT_EQ(count_parameters(r50), 25557032);
   // CIFAR ResNet-20: 269,722 with zero-padding shortcuts (He et al.); our two 1x1
   // conv + BN projections add 16*32 + 64 + 32*64 + 128 = 2,752.
   ResNetImpl r20(ResNetOptions(10));
@@ -93,6 +98,15 @@ TEST(Models, ResNetStemsDownsampleAsDocumented) {
   EXPECT_EQ(imagenet.forward(torch::randn({2, 3, 32, 32})).sizes(), (torch::IntArrayRef{2, 10}));
 }
 
+TEST(Models, BottleneckNamesAndZeroInit) {
+  ResNetImpl r(ResNetOptions(10).block("bottleneck").layers({1, 1}).widths({4, 8}).zero_init_residual(true));
+  auto names = r.named_parameters().keys();
+  for (const char* n : {"layer1.0.conv3.weight", "layer1.0.bn3.weight", "layer1.0.downsample.0.weight", "fc.weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  EXPECT_EQ(r.fc->weight.size(1), 32);  // widths.back() * 4
+  EXPECT_EQ(r.named_parameters()["layer2.0.bn3.weight"].abs().sum().item<double>(), 0.0);
+}
+
 TEST(Models, ZeroInitResidualMakesBlocksIdentityPlusRelu) {
   ResNetImpl r(ResNetOptions(10).zero_init_residual(true));
   for (auto& m : r.modules(false))
@@ -128,6 +142,9 @@ std::vector<Knob> knob_values() {
       for (const char* r : {"true", "false"})
         out.push_back({"vit_lite_p4", {std::string("model.norm=") + n, std::string("model.norm_placement=") + p,
                                        std::string("model.residual=") + r}});
+  for (const char* n : {"batchnorm", "none"})
+    for (const char* r : {"true", "false"})
+      out.push_back({"resnet50", {"model.widths=[4, 8]", std::string("model.norm=") + n, std::string("model.residual=") + r}});
   for (const char* pe : {"learned", "sincos2d", "none"})
     out.push_back({"vit_lite_p4", {std::string("model.pos_embed=") + pe, "model.pool=gap"}});
   out.push_back({"vit_lite_p4", {"model.drop_path_rate=0.2"}});
@@ -141,7 +158,8 @@ TEST_P(KnobTest, BuildsForwardsAndBackpropagates) {
   torch::manual_seed(0);
   auto sets = GetParam().sets;
   sets.push_back("data.image_size=16");
-  sets.push_back(GetParam().preset == "resnet20" ? "model.layers=[1,1,1]" : "model.depth=2");
+  const std::string& preset = GetParam().preset;
+  sets.push_back(preset == "resnet20" ? "model.layers=[1,1,1]" : preset == "resnet50" ? "model.layers=[1,1]" : "model.depth=2");
   const Config cfg = load_config_text("model: {preset: " + GetParam().preset + "}\ndata: {preset: fashion_mnist}\n",
                                       "knob.yaml", sets);
   auto model = build_model(cfg.model, input_spec(cfg.data));

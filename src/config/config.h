@@ -15,6 +15,7 @@ struct ModelConfig {
   bool residual = true;          ///< skip connections on/off
   // ResNet
   std::string stem = "cifar";    ///< cifar (3x3 conv) | imagenet (7x7 stride-2 conv + max-pool)
+  std::string block = "basic";   ///< basic | bottleneck
   std::vector<int64_t> layers = {3, 3, 3};      ///< blocks per stage
   std::vector<int64_t> widths = {16, 32, 64};   ///< channels per stage
   bool zero_init_residual = false;  ///< last BatchNorm of each block starts at zero

@@ -319,6 +319,7 @@ FieldTable make_table(Config& c) {
   t.family_scope = "resnet";
   t.choice("model.norm", m.norm, {"batchnorm", "groupnorm", "layernorm", "none"});
   t.choice("model.stem", m.stem, {"cifar", "imagenet"});
+  t.choice("model.block", m.block, {"basic", "bottleneck"});
   t.list("model.layers", m.layers, "integers", 1);
   t.list("model.widths", m.widths, "integers", 1);
   t.boolean("model.zero_init_residual", m.zero_init_residual);

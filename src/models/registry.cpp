@@ -17,6 +17,7 @@ ClassifierPtr build_resnet(const ModelConfig& m, const InputSpec& in) {
   return std::make_shared<ResNetImpl>(ResNetOptions(in.num_classes)
                                           .in_chans(in.channels)
                                           .stem(m.stem)
+                                          .block(m.block)
                                           .layers(m.layers)
                                           .widths(m.widths)
                                           .zero_init_residual(m.zero_init_residual)

@@ -38,6 +38,37 @@ torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
   return torch::relu(y + identity);
 }
 
+BottleneckImpl::BottleneckImpl(const BasicBlockOptions& options_) : options(options_) { reset(); }
+
+void BottleneckImpl::reset() {
+  const int64_t in = options.in_channels(), width = options.out_channels(), s = options.stride();
+  const int64_t out = width * kExpansion;
+  auto norm = [&](int64_t c) { return make_image_norm(options.norm(), c); };
+  conv1 = register_module("conv1", conv(in, width, 1, 1));
+  bn1 = norm(width);
+  register_module("bn1", bn1.ptr());
+  conv2 = register_module("conv2", conv(width, width, 3, s));
+  bn2 = norm(width);
+  register_module("bn2", bn2.ptr());
+  conv3 = register_module("conv3", conv(width, out, 1, 1));
+  bn3 = norm(out);
+  register_module("bn3", bn3.ptr());
+  if (options.residual() && (s != 1 || in != out)) {
+    downsample = nn::Sequential(conv(in, out, 1, s));
+    downsample->push_back(norm(out));
+    register_module("downsample", downsample);
+  }
+}
+
+torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
+  auto y = torch::relu(bn1.forward(conv1(x)));
+  y = torch::relu(bn2.forward(conv2(y)));
+  y = bn3.forward(conv3(y));
+  if (!options.residual()) return torch::relu(y);
+  auto identity = downsample ? downsample->forward(x) : x;
+  return torch::relu(y + identity);
+}
+
 ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
   const auto& layers = options.layers();
   const auto& widths = options.widths();
@@ -45,7 +76,10 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
               layers.size(), " stages and ", widths.size(), " widths");
   TORCH_CHECK(options.stem() == "cifar" || options.stem() == "imagenet", "ResNet: unknown stem '",
               options.stem(), "'");
+  TORCH_CHECK(options.block() == "basic" || options.block() == "bottleneck", "ResNet: unknown block '",
+              options.block(), "'");
   const bool imagenet = options.stem() == "imagenet";
+  const bool bottleneck = options.block() == "bottleneck";
   conv1 = register_module("conv1", imagenet ? conv(options.in_chans(), widths[0], 7, 2)
                                             : conv(options.in_chans(), widths[0], 3, 1));
   bn1 = make_image_norm(options.norm(), widths[0]);
@@ -57,9 +91,14 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
     nn::Sequential stage;
     for (int64_t b = 0; b < layers[s]; ++b) {
       const int64_t stride = (b == 0 && s > 0) ? 2 : 1;
-      stage->push_back(BasicBlock(
-          BasicBlockOptions(in, widths[s]).stride(stride).norm(options.norm()).residual(options.residual())));
-      in = widths[s];
+      const auto block = BasicBlockOptions(in, widths[s]).stride(stride).norm(options.norm()).residual(options.residual());
+      if (bottleneck) {
+        stage->push_back(Bottleneck(block));
+        in = widths[s] * BottleneckImpl::kExpansion;
+      } else {
+        stage->push_back(BasicBlock(block));
+        in = widths[s];
+      }
     }
     stages.push_back(register_module("layer" + std::to_string(s + 1), stage));
   }
@@ -77,9 +116,11 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
   }
   if (options.zero_init_residual()) {
     for (auto& m : modules(false)) {
-      auto* block = m->as<BasicBlock>();
-      if (!block) continue;
-      if (auto* gain = block->bn2.ptr()->named_parameters(false).find("weight")) gain->zero_();
+      torch::nn::AnyModule* last = nullptr;
+      if (auto* basic = m->as<BasicBlock>()) last = &basic->bn2;
+      if (auto* bottle = m->as<Bottleneck>()) last = &bottle->bn3;
+      if (!last) continue;
+      if (auto* gain = last->ptr()->named_parameters(false).find("weight")) gain->zero_();
     }
   }
 }

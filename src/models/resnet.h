@@ -1,7 +1,7 @@
 #pragma once
-// ResNet (He et al. 2016, arXiv:1512.03385) with BasicBlocks, in two flavours:
+// ResNet (He et al. 2016, arXiv:1512.03385) with BasicBlocks or Bottlenecks, two stems:
 //  - cifar stem: one 3x3 conv, stages at full resolution (ResNet-20/32/56: depth 6n+2);
-//  - imagenet stem: 7x7 stride-2 conv + 3x3 max-pool (ResNet-18/34, torchvision layout).
+//  - imagenet stem: 7x7 stride-2 conv + 3x3 max-pool (ResNet-18/34/50, torchvision layout).
 // Differences from the CIFAR paper: shortcuts that change shape are 1x1 conv + BN
 // projections (option B) rather than zero-padding (option A).
 // Submodule names follow torchvision: conv1, bn1, layer1.0.conv1, ..., downsample, fc.
@@ -48,15 +48,35 @@ class BasicBlockImpl : public torch::nn::Cloneable<BasicBlockImpl> {
 };
 TORCH_MODULE(BasicBlock);
 
+/// 1x1 (reduce) - 3x3 (stride) - 1x1 (expand x4) with norms, plus the (projected)
+/// input when residual, then ReLU (torchvision's ResNet v1.5 Bottleneck).
+class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
+ public:
+  static constexpr int64_t kExpansion = 4;
+  /// options.out_channels is the bottleneck width; the block outputs 4x that.
+  explicit BottleneckImpl(const BasicBlockOptions& options);
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+
+  BasicBlockOptions options;
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
+  torch::nn::AnyModule bn1, bn2, bn3;
+  torch::nn::Sequential downsample{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
 struct ResNetOptions {
   explicit ResNetOptions(int64_t num_classes) : num_classes_(num_classes) {}
   TORCH_ARG(int64_t, num_classes);
   TORCH_ARG(int64_t, in_chans) = 3;
   /// "cifar" (3x3 conv) or "imagenet" (7x7 stride-2 conv + max-pool).
   TORCH_ARG(std::string, stem) = "cifar";
+  /// "basic" (two 3x3 convs) or "bottleneck" (1x1-3x3-1x1, 4x expansion).
+  TORCH_ARG(std::string, block) = "basic";
   /// Blocks per stage; every stage after the first halves the resolution.
   TORCH_ARG(std::vector<int64_t>, layers) = std::vector<int64_t>{3, 3, 3};
-  /// Channels per stage; the stem outputs widths[0].
+  /// Channels per stage (bottleneck width for "bottleneck", whose stages output 4x);
+  /// the stem outputs widths[0].
   TORCH_ARG(std::vector<int64_t>, widths) = std::vector<int64_t>{16, 32, 64};
   /// Zero-init each block's last norm gain so blocks start as identities (Goyal et al. 2017).
   TORCH_ARG(bool, zero_init_residual) = false;
