@@ -87,3 +87,32 @@ TEST(Layers, TruncNormalStaysInsideTwoSigma) {
   EXPECT_NEAR(t.std().item<double>(), 0.02 * 0.8796, 0.0005);
   EXPECT_NEAR(t.mean().item<double>(), 0.0, 0.0005);
 }
+
+TEST(Attention, LocalWindowRestrictsToTheNeighbourhood) {
+  torch::manual_seed(3);
+  // 4x4 patch grid after one class token; 3x3 windows.
+  Attention local(AttentionOptions(8, 2).window(3).grid(4).prefix_tokens(1));
+  local->keep_attention(true);
+  local(torch::randn({2, 17, 8}));
+  auto a = local->last_attention();  // (2, 2, 17, 17)
+  auto allowed = local_attention_mask(4, 3, 1);
+  EXPECT_EQ(a.masked_select(allowed.logical_not()).abs().sum().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(a.sum(-1), torch::ones({2, 2, 17})));
+  // Patch (0, 0) sees the class token and patches (0,0), (0,1), (1,0), (1,1).
+  EXPECT_EQ(allowed[1].sum().item<int64_t>(), 5);
+  // An interior patch (1, 1) sees the class token and 9 patches; the class token sees all.
+  EXPECT_EQ(allowed[1 + 5].sum().item<int64_t>(), 10);
+  EXPECT_EQ(allowed[0].sum().item<int64_t>(), 17);
+}
+
+TEST(Attention, WindowCoveringTheGridEqualsGlobal) {
+  torch::manual_seed(4);
+  Attention global(AttentionOptions(8, 2));
+  Attention local(AttentionOptions(8, 2).window(7).grid(4).prefix_tokens(1));
+  local->qkv->weight.set_data(global->qkv->weight.clone());
+  local->qkv->bias.set_data(global->qkv->bias.clone());
+  local->proj->weight.set_data(global->proj->weight.clone());
+  local->proj->bias.set_data(global->proj->bias.clone());
+  auto x = torch::randn({2, 17, 8});
+  EXPECT_TRUE(torch::allclose(local(x), global(x), 1e-6, 1e-6));
+}

@@ -199,3 +199,9 @@ TEST(ConfigErrors, SinCosNeedsWidthDivisibleByFour) {
   EXPECT_NE(msg.find("model.pos_embed"), std::string::npos) << msg;
   EXPECT_NE(msg.find("divisible by 4"), std::string::npos) << msg;
 }
+
+TEST(ConfigErrors, AttentionWindowMustBeOdd) {
+  const std::string msg = error_of(kVit, {"model.attn_window=4"});
+  EXPECT_NE(msg.find("model.attn_window"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("odd window size"), std::string::npos) << msg;
+}

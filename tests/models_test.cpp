@@ -148,6 +148,8 @@ std::vector<Knob> knob_values() {
   for (const char* pe : {"learned", "sincos2d", "none"})
     out.push_back({"vit_lite_p4", {std::string("model.pos_embed=") + pe, "model.pool=gap"}});
   out.push_back({"vit_lite_p4", {"model.drop_path_rate=0.2"}});
+  out.push_back({"vit_lite_p4", {"model.attn_window=3"}});
+  out.push_back({"vit_lite_p4", {"model.attn_window=1", "model.pool=gap"}});
   out.push_back({"vit_lite_p4", {"model.layer_scale_init=0.0001"}});
   return out;
 }

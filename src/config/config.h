@@ -33,6 +33,7 @@ struct ModelConfig {
   std::string pos_embed = "learned";   ///< learned | sincos2d | none
   double drop_path_rate = 0.0;   ///< stochastic depth at the last block (linear ramp from 0)
   double layer_scale_init = 0.0; ///< LayerScale initial gain; 0 = off
+  int64_t attn_window = 0;       ///< 0 = global attention; k (odd) = k x k patch neighbourhoods
 };
 
 struct DataConfig {

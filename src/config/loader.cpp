@@ -338,6 +338,7 @@ FieldTable make_table(Config& c) {
   t.choice("model.pos_embed", m.pos_embed, {"learned", "sincos2d", "none"});
   t.number("model.drop_path_rate", m.drop_path_rate, 0.0, 0.99);
   t.number("model.layer_scale_init", m.layer_scale_init, 0.0, 10.0);
+  t.integer("model.attn_window", m.attn_window, 0);
   t.family_scope = "";
 
   DataConfig& d = c.data;
@@ -470,6 +471,8 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
                   "); choose a divisor of " + std::to_string(d.image_size) + " or change data.image_size");
     k.require(m.pos_embed != "sincos2d" || m.embed_dim % 4 == 0, "model.pos_embed",
               "sincos2d needs embed_dim divisible by 4, got " + std::to_string(m.embed_dim));
+    k.require(m.attn_window == 0 || m.attn_window % 2 == 1, "model.attn_window",
+              "expected 0 (global attention) or an odd window size, got " + std::to_string(m.attn_window));
     k.require(m.embed_dim % m.num_heads == 0, "model.num_heads",
               "embed_dim " + std::to_string(m.embed_dim) + " (" + k.where("model.embed_dim") +
                   ") is not divisible by num_heads " + std::to_string(m.num_heads));

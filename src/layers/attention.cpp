@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
 namespace biaslab {
 
@@ -16,6 +17,21 @@ void AttentionImpl::reset() {
   attn_drop = register_module("attn_drop", torch::nn::Dropout(options.attn_drop()));
   proj = register_module("proj", torch::nn::Linear(options.dim(), options.dim()));
   proj_drop = register_module("proj_drop", torch::nn::Dropout(options.proj_drop()));
+  TORCH_CHECK(options.window() == 0 || (options.window() % 2 == 1 && options.grid() > 0),
+              "Attention: window must be 0 (global) or odd with a patch grid, got window ", options.window(),
+              " grid ", options.grid());
+  if (options.window() > 0) mask_ = local_attention_mask(options.grid(), options.window(), options.prefix_tokens());
+}
+
+torch::Tensor local_attention_mask(int64_t grid, int64_t window, int64_t prefix) {
+  auto r = torch::arange(grid * grid, torch::kLong).div(grid, "floor");
+  auto c = torch::arange(grid * grid, torch::kLong).remainder(grid);
+  auto near = ((r.unsqueeze(1) - r.unsqueeze(0)).abs() <= window / 2) &
+              ((c.unsqueeze(1) - c.unsqueeze(0)).abs() <= window / 2);  // (P, P)
+  const int64_t n = prefix + grid * grid;
+  auto mask = torch::ones({n, n}, torch::kBool);
+  mask.narrow(0, prefix, grid * grid).narrow(1, prefix, grid * grid).copy_(near);
+  return mask;
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
@@ -26,6 +42,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   auto q = qkv_[0], k = qkv_[1], v = qkv_[2];
   // Scale q before the product: the score variance stays ~1 and N x N work is saved.
   auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
+  if (mask_.defined()) {
+    TORCH_CHECK(mask_.size(0) == n, "Attention: local window built for ", mask_.size(0), " tokens, got ", n);
+    if (mask_.device() != x.device()) mask_ = mask_.to(x.device());
+    attn = attn.masked_fill(mask_.logical_not(), -std::numeric_limits<float>::infinity());
+  }
   attn = attn.softmax(-1);
   if (keep_attn_) last_attn_ = attn.detach();
   attn = attn_drop(attn);

@@ -22,7 +22,19 @@ struct AttentionOptions {
   TORCH_ARG(double, attn_drop) = 0.0;
   /// Dropout after the output projection.
   TORCH_ARG(double, proj_drop) = 0.0;
+  /// Local attention: 0 = global; k (odd) = each patch attends only to patches in the
+  /// k x k neighbourhood around it on the patch grid (prefix tokens such as the class
+  /// token attend and are attended globally). Needs `grid`.
+  TORCH_ARG(int64_t, window) = 0;
+  /// Side of the square patch grid (for `window`).
+  TORCH_ARG(int64_t, grid) = 0;
+  /// Tokens before the patch tokens (1 with a class token).
+  TORCH_ARG(int64_t, prefix_tokens) = 0;
 };
+
+/// Boolean (N, N) mask, true where attention is allowed, for a `window` x `window`
+/// neighbourhood on a grid x grid patch grid after `prefix` global tokens.
+torch::Tensor local_attention_mask(int64_t grid, int64_t window, int64_t prefix);
 
 class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
  public:
@@ -42,6 +54,7 @@ class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
  private:
   bool keep_attn_ = false;
   torch::Tensor last_attn_;
+  torch::Tensor mask_;  // (N, N) bool for local attention, moved to the input's device on use
 };
 TORCH_MODULE(Attention);
 

@@ -17,7 +17,10 @@ void TransformerBlockImpl::reset() {
   attn = register_module("attn", Attention(AttentionOptions(dim, options.num_heads())
                                                 .qkv_bias(options.qkv_bias())
                                                 .attn_drop(options.attn_drop())
-                                                .proj_drop(options.drop())));
+                                                .proj_drop(options.drop())
+                                                .window(options.attn_window())
+                                                .grid(options.grid())
+                                                .prefix_tokens(options.prefix_tokens())));
   norm2 = make_token_norm(options.norm(), dim);
   register_module("norm2", norm2.ptr());
   const auto hidden = static_cast<int64_t>(double(dim) * options.mlp_ratio());

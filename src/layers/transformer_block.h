@@ -36,6 +36,10 @@ struct TransformerBlockOptions {
   TORCH_ARG(double, drop_path) = 0.0;
   /// LayerScale initial gain on each branch; 0 = no LayerScale.
   TORCH_ARG(double, layer_scale_init) = 0.0;
+  /// Local attention window (see AttentionOptions); 0 = global.
+  TORCH_ARG(int64_t, attn_window) = 0;
+  TORCH_ARG(int64_t, grid) = 0;
+  TORCH_ARG(int64_t, prefix_tokens) = 0;
 };
 
 class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {

@@ -41,6 +41,7 @@ ClassifierPtr build_vit(const ModelConfig& m, const InputSpec& in) {
                                        .pos_embed(m.pos_embed)
                                        .drop_path_rate(m.drop_path_rate)
                                        .layer_scale_init(m.layer_scale_init)
+                                       .attn_window(m.attn_window)
                                        .residual(m.residual));
 }
 

@@ -29,6 +29,9 @@ ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
     const double dpr = options.depth() > 1 ? options.drop_path_rate() * double(i) / double(options.depth() - 1) : 0.0;
     blocks->push_back(TransformerBlock(TransformerBlockOptions(dim, options.num_heads())
                                            .drop_path(dpr)
+                                           .attn_window(options.attn_window())
+                                           .grid(patch_embed->grid_size())
+                                           .prefix_tokens(use_cls ? 1 : 0)
                                            .layer_scale_init(options.layer_scale_init())
                                            .mlp_ratio(options.mlp_ratio())
                                            .qkv_bias(options.qkv_bias())

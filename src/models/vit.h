@@ -44,6 +44,8 @@ struct ViTOptions {
   TORCH_ARG(double, drop_path_rate) = 0.0;
   /// LayerScale initial gain (e.g. 1e-4); 0 = off.
   TORCH_ARG(double, layer_scale_init) = 0.0;
+  /// Local attention: 0 = global; k (odd) = k x k patch neighbourhoods.
+  TORCH_ARG(int64_t, attn_window) = 0;
 };
 
 class ViTImpl : public Classifier {
