@@ -145,10 +145,11 @@ std::vector<Knob> knob_values() {
   for (const char* n : {"batchnorm", "none"})
     for (const char* r : {"true", "false"})
       out.push_back({"resnet50", {"model.widths=[4, 8]", std::string("model.norm=") + n, std::string("model.residual=") + r}});
-  for (const char* pe : {"learned", "sincos2d", "none"})
+  for (const char* pe : {"learned", "sincos2d", "none", "relative"})
     out.push_back({"vit_lite_p4", {std::string("model.pos_embed=") + pe, "model.pool=gap"}});
   out.push_back({"vit_lite_p4", {"model.drop_path_rate=0.2"}});
   out.push_back({"vit_lite_p4", {"model.attn_window=3"}});
+  out.push_back({"vit_lite_p4", {"model.pos_embed=relative", "model.attn_window=3"}});
   out.push_back({"vit_lite_p4", {"model.attn_window=1", "model.pool=gap"}});
   out.push_back({"vit_lite_p4", {"model.layer_scale_init=0.0001"}});
   return out;
@@ -285,4 +286,32 @@ TEST(Layers, LayerScaleGain) {
   auto params = b->named_parameters();
   ASSERT_NE(params.find("ls1.gamma"), nullptr);
   EXPECT_TRUE(torch::allclose(params["ls2.gamma"], torch::full({8}, 1e-4)));
+}
+
+TEST(Models, RelativePositionBiasDependsOnlyOnTheOffset) {
+  torch::manual_seed(5);
+  Attention a(AttentionOptions(8, 2).grid(3).prefix_tokens(1).relative_position(true));
+  ASSERT_TRUE(a->relative_position_bias_table.defined());
+  EXPECT_EQ(a->relative_position_bias_table.sizes(), (torch::IntArrayRef{25, 2}));
+  auto bias = a->relative_bias(10, torch::kCPU);  // (heads, 1 + 9, 1 + 9)
+  EXPECT_EQ(bias.sizes(), (torch::IntArrayRef{2, 10, 10}));
+  EXPECT_EQ(bias.select(1, 0).abs().sum().item<double>(), 0.0);  // class token row
+  EXPECT_EQ(bias.select(2, 0).abs().sum().item<double>(), 0.0);  // class token column
+  // Patch (r, c) -> token 1 + 3r + c. Pairs with the same offset share the bias:
+  // (0,0)->(1,1) and (1,1)->(2,2) are both offset (-1, -1) from the key's view.
+  auto tok = [](int r, int c) { return 1 + 3 * r + c; };
+  EXPECT_TRUE(torch::equal(bias.select(1, tok(0, 0)).select(1, tok(1, 1)), bias.select(1, tok(1, 1)).select(1, tok(2, 2))));
+  EXPECT_FALSE(torch::equal(bias.select(1, tok(0, 0)).select(1, tok(1, 1)), bias.select(1, tok(1, 1)).select(1, tok(0, 0))));
+  // With a zero table the layer is plain attention.
+  Attention plain(AttentionOptions(8, 2));
+  {
+    torch::NoGradGuard g;
+    a->relative_position_bias_table.zero_();
+    plain->qkv->weight.copy_(a->qkv->weight);
+    plain->qkv->bias.copy_(a->qkv->bias);
+    plain->proj->weight.copy_(a->proj->weight);
+    plain->proj->bias.copy_(a->proj->bias);
+  }
+  auto x = torch::randn({2, 10, 8});
+  EXPECT_TRUE(torch::allclose(a(x), plain(x), 1e-6, 1e-6));
 }

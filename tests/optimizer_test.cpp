@@ -44,3 +44,12 @@ TEST(Optimizer, SgdOptionsAndLearningRate) {
   set_learning_rate(*opt, 0.025);
   for (auto& g : opt->param_groups()) EXPECT_DOUBLE_EQ(g.options().get_lr(), 0.025);
 }
+
+TEST(Optimizer, RelativePositionTablesAreNotDecayed) {
+  ViTImpl v(ViTOptions(8, 4, 3).embed_dim(8).depth(1).num_heads(2).pos_embed("relative"));
+  const auto params = v.named_parameters();
+  ASSERT_NE(params.find("blocks.0.attn.relative_position_bias_table"), nullptr);
+  EXPECT_TRUE(exempt_from_weight_decay("blocks.0.attn.relative_position_bias_table",
+                                       params["blocks.0.attn.relative_position_bias_table"]));
+  EXPECT_FALSE(exempt_from_weight_decay("blocks.0.attn.qkv.weight", params["blocks.0.attn.qkv.weight"]));
+}

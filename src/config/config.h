@@ -30,7 +30,7 @@ struct ModelConfig {
   double attn_drop_rate = 0.0;   ///< dropout on attention weights
   std::string pool = "cls";      ///< cls (class token) | gap (mean of patch tokens)
   std::string norm_placement = "pre";  ///< pre | post
-  std::string pos_embed = "learned";   ///< learned | sincos2d | none
+  std::string pos_embed = "learned";   ///< learned | sincos2d | none | relative
   double drop_path_rate = 0.0;   ///< stochastic depth at the last block (linear ramp from 0)
   double layer_scale_init = 0.0; ///< LayerScale initial gain; 0 = off
   int64_t attn_window = 0;       ///< 0 = global attention; k (odd) = k x k patch neighbourhoods

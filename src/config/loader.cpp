@@ -335,7 +335,7 @@ FieldTable make_table(Config& c) {
   t.number("model.drop_rate", m.drop_rate, 0.0, 1.0);
   t.number("model.attn_drop_rate", m.attn_drop_rate, 0.0, 1.0);
   t.choice("model.pool", m.pool, {"cls", "gap"});
-  t.choice("model.pos_embed", m.pos_embed, {"learned", "sincos2d", "none"});
+  t.choice("model.pos_embed", m.pos_embed, {"learned", "sincos2d", "none", "relative"});
   t.number("model.drop_path_rate", m.drop_path_rate, 0.0, 0.99);
   t.number("model.layer_scale_init", m.layer_scale_init, 0.0, 10.0);
   t.integer("model.attn_window", m.attn_window, 0);

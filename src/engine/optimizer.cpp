@@ -9,7 +9,7 @@ bool exempt_from_weight_decay(const std::string& name, const torch::Tensor& p) {
   auto ends_with = [&](const std::string& suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return p.dim() <= 1 || ends_with("pos_embed") || ends_with("cls_token");
+  return p.dim() <= 1 || ends_with("pos_embed") || ends_with("cls_token") || ends_with("relative_position_bias_table");
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const torch::nn::Module& model, const OptimConfig& cfg) {

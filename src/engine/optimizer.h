@@ -12,7 +12,7 @@
 namespace biaslab {
 
 /// True for parameters exempt from weight decay: 0/1-D tensors (biases, norm
-/// weights) and anything named pos_embed or cls_token.
+/// weights) and anything named pos_embed, cls_token or relative_position_bias_table.
 bool exempt_from_weight_decay(const std::string& name, const torch::Tensor& p);
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module& model,

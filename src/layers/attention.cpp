@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "layers/init.h"
+
 #include <cmath>
 #include <limits>
 
@@ -21,6 +23,27 @@ void AttentionImpl::reset() {
               "Attention: window must be 0 (global) or odd with a patch grid, got window ", options.window(),
               " grid ", options.grid());
   if (options.window() > 0) mask_ = local_attention_mask(options.grid(), options.window(), options.prefix_tokens());
+  if (options.relative_position()) {
+    const int64_t g = options.grid();
+    TORCH_CHECK(g > 0, "Attention: relative_position needs the patch grid");
+    relative_position_bias_table =
+        register_parameter("relative_position_bias_table", torch::zeros({(2 * g - 1) * (2 * g - 1), options.num_heads()}));
+    trunc_normal_(relative_position_bias_table, 0.02);
+    auto r = torch::arange(g * g, torch::kLong).div(g, "floor");
+    auto c = torch::arange(g * g, torch::kLong).remainder(g);
+    auto dr = r.unsqueeze(1) - r.unsqueeze(0) + (g - 1);  // (P, P), in [0, 2g-2]
+    auto dc = c.unsqueeze(1) - c.unsqueeze(0) + (g - 1);
+    rel_index_ = (dr * (2 * g - 1) + dc).flatten();
+  }
+}
+
+torch::Tensor AttentionImpl::relative_bias(int64_t n, const c10::Device& device) {
+  if (rel_index_.device() != device) rel_index_ = rel_index_.to(device);
+  const int64_t p = options.grid() * options.grid(), prefix = options.prefix_tokens();
+  TORCH_CHECK(n == prefix + p, "Attention: relative bias built for ", prefix + p, " tokens, got ", n);
+  auto patch = relative_position_bias_table.index_select(0, rel_index_).view({p, p, -1}).permute({2, 0, 1});
+  if (prefix == 0) return patch;
+  return torch::constant_pad_nd(patch, {prefix, 0, prefix, 0}, 0.0);  // (heads, N, N)
 }
 
 torch::Tensor local_attention_mask(int64_t grid, int64_t window, int64_t prefix) {
@@ -42,6 +65,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   auto q = qkv_[0], k = qkv_[1], v = qkv_[2];
   // Scale q before the product: the score variance stays ~1 and N x N work is saved.
   auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
+  if (relative_position_bias_table.defined()) attn = attn + relative_bias(n, x.device()).to(attn.scalar_type());
   if (mask_.defined()) {
     TORCH_CHECK(mask_.size(0) == n, "Attention: local window built for ", mask_.size(0), " tokens, got ", n);
     if (mask_.device() != x.device()) mask_ = mask_.to(x.device());

@@ -30,6 +30,10 @@ struct AttentionOptions {
   TORCH_ARG(int64_t, grid) = 0;
   /// Tokens before the patch tokens (1 with a class token).
   TORCH_ARG(int64_t, prefix_tokens) = 0;
+  /// Learned relative-position bias per head between patch tokens (Swin, Liu et al.
+  /// 2021; Cordonnier et al. 2020): a table of (2 grid - 1)^2 x heads entries indexed
+  /// by the (row, column) offset, added to the attention logits. Needs `grid`.
+  TORCH_ARG(bool, relative_position) = false;
 };
 
 /// Boolean (N, N) mask, true where attention is allowed, for a `window` x `window`
@@ -46,15 +50,20 @@ class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
   /// when keep_attention(true) was set (analysis); undefined otherwise.
   torch::Tensor last_attention() const { return last_attn_; }
   void keep_attention(bool keep) { keep_attn_ = keep; }
+  /// The relative-position bias (heads, N, N) for N tokens, zero for pairs involving
+  /// prefix tokens (relative_position only).
+  torch::Tensor relative_bias(int64_t n, const c10::Device& device);
 
   AttentionOptions options;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
+  torch::Tensor relative_position_bias_table;  // ((2G-1)^2, heads); undefined unless relative_position
   torch::nn::Dropout attn_drop{nullptr}, proj_drop{nullptr};
 
  private:
   bool keep_attn_ = false;
   torch::Tensor last_attn_;
   torch::Tensor mask_;  // (N, N) bool for local attention, moved to the input's device on use
+  torch::Tensor rel_index_;  // (P*P) long: table row of each patch pair, likewise
 };
 TORCH_MODULE(Attention);
 

@@ -20,7 +20,8 @@ void TransformerBlockImpl::reset() {
                                                 .proj_drop(options.drop())
                                                 .window(options.attn_window())
                                                 .grid(options.grid())
-                                                .prefix_tokens(options.prefix_tokens())));
+                                                .prefix_tokens(options.prefix_tokens())
+                                                .relative_position(options.relative_position())));
   norm2 = make_token_norm(options.norm(), dim);
   register_module("norm2", norm2.ptr());
   const auto hidden = static_cast<int64_t>(double(dim) * options.mlp_ratio());

@@ -40,6 +40,8 @@ struct TransformerBlockOptions {
   TORCH_ARG(int64_t, attn_window) = 0;
   TORCH_ARG(int64_t, grid) = 0;
   TORCH_ARG(int64_t, prefix_tokens) = 0;
+  /// Relative-position bias in attention (see AttentionOptions).
+  TORCH_ARG(bool, relative_position) = false;
 };
 
 class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {

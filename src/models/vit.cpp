@@ -19,7 +19,8 @@ ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
   const int64_t tokens = patch_embed->num_patches() + (use_cls ? 1 : 0);
   if (use_cls) cls_token = register_parameter("cls_token", torch::zeros({1, 1, dim}));
   const std::string& pe = options.pos_embed();
-  TORCH_CHECK(pe == "learned" || pe == "sincos2d" || pe == "none", "ViT: unknown pos_embed '", pe, "'");
+  TORCH_CHECK(pe == "learned" || pe == "sincos2d" || pe == "none" || pe == "relative", "ViT: unknown pos_embed '",
+              pe, "'");
   if (pe == "learned") pos_embed = register_parameter("pos_embed", torch::zeros({1, tokens, dim}));
   if (pe == "sincos2d")
     pos_embed = register_buffer("pos_embed", sincos_2d_pos_embed(patch_embed->grid_size(), dim, use_cls));
@@ -32,6 +33,7 @@ ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
                                            .attn_window(options.attn_window())
                                            .grid(patch_embed->grid_size())
                                            .prefix_tokens(use_cls ? 1 : 0)
+                                           .relative_position(pe == "relative")
                                            .layer_scale_init(options.layer_scale_init())
                                            .mlp_ratio(options.mlp_ratio())
                                            .qkv_bias(options.qkv_bias())

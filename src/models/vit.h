@@ -38,7 +38,8 @@ struct ViTOptions {
   TORCH_ARG(std::string, norm_placement) = "pre";
   /// Skip connections in every block.
   TORCH_ARG(bool, residual) = true;
-  /// learned | sincos2d (fixed) | none
+  /// learned | sincos2d (fixed) | none | relative (per-head relative-position bias in
+  /// every block's attention, no absolute embedding)
   TORCH_ARG(std::string, pos_embed) = "learned";
   /// Stochastic depth, ramped linearly from 0 (first block) to this (last block).
   TORCH_ARG(double, drop_path_rate) = 0.0;
