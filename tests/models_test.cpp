@@ -154,6 +154,11 @@ std::vector<Knob> knob_values() {
   out.push_back({"vit_lite_p4", {"model.layer_scale_init=0.0001"}});
   return out;
 }
+// Readable parameter in test listings: "resnet20 model.norm=none model.residual=false".
+void PrintTo(const Knob& k, std::ostream* os) {
+  *os << k.preset;
+  for (const auto& s : k.sets) *os << " " << s;
+}
 class KnobTest : public ::testing::TestWithParam<Knob> {};
 }  // namespace
 
@@ -185,8 +190,8 @@ TEST_P(KnobTest, BuildsForwardsAndBackpropagates) {
 INSTANTIATE_TEST_SUITE_P(NormAndResidual, KnobTest, ::testing::ValuesIn(knob_values()), [](const auto& info) {
   std::string name = info.param.preset;
   for (const auto& s : info.param.sets) {
-    for (char c : s.substr(s.find('=') + 1)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     name += "_";
+    for (char c : s.substr(s.find('.') + 1)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   }
   return name;
 });
