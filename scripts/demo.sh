@@ -13,7 +13,8 @@ for cfg in fmnist_resnet20 fmnist_vit_lite; do
   echo "=== biaslab train -c configs/$cfg.yaml --set train.epochs=$EPOCHS ==="
   build/biaslab train -c "configs/$cfg.yaml" --set train.epochs="$EPOCHS" --out "runs/demo_$cfg" --force
   acc[$cfg]=$(python3 -c "import json; s=json.load(open('runs/demo_$cfg/summary.json')); \
-print(f\"{100*s['final']['test_acc']:.2f}% test accuracy, {s['model']['parameters']:,} parameters, {s['train_time_s']:.0f}s training\")")
+t=json.load(open('runs/demo_$cfg/timing.json')); \
+print(f\"{100*s['final']['test_acc']:.2f}% test accuracy, {s['model']['parameters']:,} parameters, {t['train_time_s']:.0f}s training\")")
 done
 echo
 echo "Fashion-MNIST, $EPOCHS epoch(s) each:"
