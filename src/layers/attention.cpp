@@ -6,8 +6,20 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace biaslab {
+namespace {
+
+// Row and column offsets (query minus key) between all pairs of patches on a
+// grid x grid patch grid in row-major order: two (P, P) int64 tensors.
+std::pair<torch::Tensor, torch::Tensor> pairwise_offsets(int64_t grid) {
+  auto r = torch::arange(grid * grid, torch::kLong).div(grid, "floor");
+  auto c = torch::arange(grid * grid, torch::kLong).remainder(grid);
+  return {r.unsqueeze(1) - r.unsqueeze(0), c.unsqueeze(1) - c.unsqueeze(0)};
+}
+
+}  // namespace
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options_) : options(options_) { reset(); }
 
@@ -29,11 +41,8 @@ void AttentionImpl::reset() {
     relative_position_bias_table =
         register_parameter("relative_position_bias_table", torch::zeros({(2 * g - 1) * (2 * g - 1), options.num_heads()}));
     trunc_normal_(relative_position_bias_table, 0.02);
-    auto r = torch::arange(g * g, torch::kLong).div(g, "floor");
-    auto c = torch::arange(g * g, torch::kLong).remainder(g);
-    auto dr = r.unsqueeze(1) - r.unsqueeze(0) + (g - 1);  // (P, P), in [0, 2g-2]
-    auto dc = c.unsqueeze(1) - c.unsqueeze(0) + (g - 1);
-    rel_index_ = (dr * (2 * g - 1) + dc).flatten();
+    auto [dr, dc] = pairwise_offsets(g);  // each in [-(g-1), g-1]
+    rel_index_ = ((dr + (g - 1)) * (2 * g - 1) + (dc + (g - 1))).flatten();
   }
 }
 
@@ -47,10 +56,8 @@ torch::Tensor AttentionImpl::relative_bias(int64_t n, const c10::Device& device)
 }
 
 torch::Tensor local_attention_mask(int64_t grid, int64_t window, int64_t prefix) {
-  auto r = torch::arange(grid * grid, torch::kLong).div(grid, "floor");
-  auto c = torch::arange(grid * grid, torch::kLong).remainder(grid);
-  auto near = ((r.unsqueeze(1) - r.unsqueeze(0)).abs() <= window / 2) &
-              ((c.unsqueeze(1) - c.unsqueeze(0)).abs() <= window / 2);  // (P, P)
+  auto [dr, dc] = pairwise_offsets(grid);
+  auto near = (dr.abs() <= window / 2) & (dc.abs() <= window / 2);  // (P, P)
   const int64_t n = prefix + grid * grid;
   auto mask = torch::ones({n, n}, torch::kBool);
   mask.narrow(0, prefix, grid * grid).narrow(1, prefix, grid * grid).copy_(near);
