@@ -20,20 +20,31 @@ nn::AnyModule make_image_norm(const std::string& kind, int64_t channels) {
   if (kind == "groupnorm") {
     int64_t groups = std::min<int64_t>(32, channels);
     while (channels % groups != 0) --groups;
-    return nn::AnyModule(nn::GroupNorm(nn::GroupNormOptions(groups, channels)));
+    return nn::AnyModule(GroupNormFp32(nn::GroupNormOptions(groups, channels)));
   }
-  if (kind == "layernorm") return nn::AnyModule(nn::GroupNorm(nn::GroupNormOptions(1, channels)));
+  if (kind == "layernorm") return nn::AnyModule(GroupNormFp32(nn::GroupNormOptions(1, channels)));
   if (kind == "none") return nn::AnyModule(nn::Identity());
   TORCH_CHECK(false, "unknown image norm '", kind, "'");
 }
 
 nn::AnyModule make_token_norm(const std::string& kind, int64_t dim) {
-  if (kind == "layernorm") return nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({dim}).eps(1e-6)));
+  if (kind == "layernorm") return nn::AnyModule(LayerNormFp32(nn::LayerNormOptions({dim}).eps(1e-6)));
   if (kind == "batchnorm") return nn::AnyModule(TokenBatchNorm(dim));
   if (kind == "rmsnorm") return nn::AnyModule(RMSNorm(dim));
   if (kind == "none") return nn::AnyModule(nn::Identity());
   TORCH_CHECK(false, "unknown token norm '", kind, "'");
 }
+
+namespace {
+torch::Tensor in_fp32(const torch::Tensor& x) {
+  const auto t = x.scalar_type();
+  return t == torch::kBFloat16 || t == torch::kHalf ? x.to(torch::kFloat) : x;
+}
+}  // namespace
+
+torch::Tensor LayerNormFp32Impl::forward(const torch::Tensor& x) { return LayerNormImpl::forward(in_fp32(x)); }
+
+torch::Tensor GroupNormFp32Impl::forward(const torch::Tensor& x) { return GroupNormImpl::forward(in_fp32(x)); }
 
 TokenBatchNormImpl::TokenBatchNormImpl(int64_t dim_, double eps_, double momentum_)
     : dim(dim_), eps(eps_), momentum(momentum_) {

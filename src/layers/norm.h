@@ -7,6 +7,7 @@
 //                        channel) | rmsnorm | none
 #include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include <string>
@@ -21,6 +22,23 @@ const std::vector<std::string>& token_norm_kinds();
 torch::nn::AnyModule make_image_norm(const std::string& kind, int64_t channels);
 /// A norm for (B, N, C) tokens; throws c10::Error for an unknown kind.
 torch::nn::AnyModule make_token_norm(const std::string& kind, int64_t dim);
+
+/// LayerNorm and GroupNorm that normalise a bf16/fp16 input in fp32 (returning fp32), as
+/// CUDA autocast does for these ops; LibTorch 1.13's CPU kernels reject a low-precision
+/// input with fp32 parameters. Parameter names are the base class's.
+class LayerNormFp32Impl : public torch::nn::LayerNormImpl {
+ public:
+  using torch::nn::LayerNormImpl::LayerNormImpl;
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(LayerNormFp32);
+
+class GroupNormFp32Impl : public torch::nn::GroupNormImpl {
+ public:
+  using torch::nn::GroupNormImpl::GroupNormImpl;
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(GroupNormFp32);
 
 /// BatchNorm over tokens: (B, N, C) normalised per channel over all B x N tokens.
 /// Parameter and buffer names are BatchNorm's (weight, bias, running_mean, ...).
