@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "layers/attention.h"
 #include "layers/init.h"
 #include "layers/mlp.h"
 #include "layers/patch_embed.h"
 #include "layers/transformer_block.h"
+#include "test_util.h"
 
 using namespace biaslab;
 
@@ -109,10 +112,44 @@ TEST(Attention, WindowCoveringTheGridEqualsGlobal) {
   torch::manual_seed(4);
   Attention global(AttentionOptions(8, 2));
   Attention local(AttentionOptions(8, 2).window(7).grid(4).prefix_tokens(1));
-  local->qkv->weight.set_data(global->qkv->weight.clone());
-  local->qkv->bias.set_data(global->qkv->bias.clone());
-  local->proj->weight.set_data(global->proj->weight.clone());
-  local->proj->bias.set_data(global->proj->bias.clone());
+  test::copy_shared_parameters(*global, *local);
   auto x = torch::randn({2, 17, 8});
   EXPECT_TRUE(torch::allclose(local(x), global(x), 1e-6, 1e-6));
+}
+
+TEST(Attention, GpsaStartsAsAConvolutionOverItsKernel) {
+  // 9 heads = a 3x3 kernel; with a sharp locality every head's positional attention
+  // picks out one neighbour: head h -> offset (h % 3 - 1, h / 3 - 1).
+  torch::manual_seed(6);
+  Attention gpsa(AttentionOptions(18, 9).grid(5).gated_positional(true).locality_strength(20.0));
+  auto pos = gpsa->positional_attention(torch::kCPU);  // (9, 25, 25)
+  EXPECT_TRUE(torch::allclose(pos.sum(-1), torch::ones({9, 25}), 1e-5, 1e-5));
+  const int64_t r = 2, c = 2, query = r * 5 + c;  // the centre patch
+  for (int64_t h = 0; h < 9; ++h) {
+    const int64_t dx = h % 3 - 1, dy = h / 3 - 1;
+    const int64_t key = (r + dy) * 5 + (c + dx);
+    EXPECT_GT(pos[h][query][key].item<double>(), 0.99) << "head " << h;
+  }
+  // The layer mixes content and position by the gate sigmoid(1) and stays a distribution.
+  gpsa->keep_attention(true);
+  gpsa(torch::randn({2, 25, 18}));
+  auto a = gpsa->last_attention();
+  EXPECT_TRUE(torch::allclose(a.sum(-1), torch::ones({2, 9, 25}), 1e-5, 1e-5));
+  EXPECT_GT(a[0][4][query][query].item<double>(), 1.0 / (1.0 + std::exp(-1.0)) - 1e-4);  // centre head
+  // GPSA with a class token, a window or relative bias is refused.
+  EXPECT_THROW(Attention(AttentionOptions(8, 4).grid(3).prefix_tokens(1).gated_positional(true)), c10::Error);
+  EXPECT_THROW(Attention(AttentionOptions(8, 4).gated_positional(true)), c10::Error);
+}
+
+TEST(Attention, GpsaGateOfZeroIsPlainAttention) {
+  torch::manual_seed(7);
+  Attention gpsa(AttentionOptions(8, 4).grid(3).gated_positional(true));
+  Attention plain(AttentionOptions(8, 4));
+  {
+    torch::NoGradGuard g;
+    gpsa->gating_param.fill_(-1e4);  // sigmoid -> 0
+  }
+  test::copy_shared_parameters(*gpsa, *plain);
+  auto x = torch::randn({2, 9, 8});
+  EXPECT_TRUE(torch::allclose(gpsa(x), plain(x), 1e-6, 1e-6));
 }

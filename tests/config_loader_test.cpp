@@ -90,7 +90,7 @@ TEST(ConfigLoader, ResolvedYamlRoundTrips) {
   EXPECT_EQ(back.data.train_per_class, 7);
   EXPECT_DOUBLE_EQ(back.optim.lr, 0.1);
   // Family-specific keys of the other family are not written.
-  EXPECT_EQ(yaml.find("layers"), std::string::npos);
+  EXPECT_EQ(yaml.find("  layers:"), std::string::npos);
 }
 
 TEST(ConfigErrors, UnknownKeyNamesFileLineKeyAndSuggestion) {
@@ -204,4 +204,41 @@ TEST(ConfigErrors, AttentionWindowMustBeOdd) {
   const std::string msg = error_of(kVit, {"model.attn_window=4"});
   EXPECT_NE(msg.find("model.attn_window"), std::string::npos) << msg;
   EXPECT_NE(msg.find("odd window size"), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, HybridTokenizerKeysAndFeatureMapDivisibility) {
+  // A key of the other tokenizer is named, with where the tokenizer was chosen.
+  std::string msg = error_of("model:\n  preset: cct_lite\n  layers: [1, 1]\ndata: {preset: fashion_mnist}\n");
+  EXPECT_NE(msg.find("model.layers"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("applies to the resnet tokenizer, but model.tokenizer is 'conv'"), std::string::npos) << msg;
+  msg = error_of("model: {preset: vit_hybrid_lite}\ndata: {preset: fashion_mnist}\n", {"model.tokenizer_kernel=5"});
+  EXPECT_NE(msg.find("model.tokenizer_kernel: applies to the conv tokenizer"), std::string::npos) << msg;
+  // The patch size must divide the CNN's feature map (28 -> 14 -> 7 for two halvings).
+  msg = error_of("model: {preset: vit_hybrid_lite}\ndata: {preset: fashion_mnist}\n", {"model.patch_size=2"});
+  EXPECT_NE(msg.find("does not divide the 7x7 feature map the resnet tokenizer makes of 28 px images"),
+            std::string::npos) << msg;
+  // Transformer keys apply to hybrids, ResNet-only keys do not apply to ViTs.
+  EXPECT_NE(error_of(kVit, {"model.stem=cifar"}).find("applies to family 'resnet' or 'hybrid'"), std::string::npos);
+  EXPECT_NE(error_of("model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n", {"model.cnn_norm=none"})
+                .find("applies to family 'hybrid'"),
+            std::string::npos);
+}
+
+TEST(ConfigErrors, GpsaAndResidualGainCombinations) {
+  EXPECT_NE(error_of(kVit, {"model.gpsa_layers=9"}).find("expected at most model.depth"), std::string::npos);
+  EXPECT_NE(error_of(kVit, {"model.gpsa_layers=2", "model.attn_window=3"}).find("cannot be combined"),
+            std::string::npos);
+  EXPECT_NE(error_of(kVit, {"model.rezero=true", "model.layer_scale_init=0.1"}).find("choose one residual gain"),
+            std::string::npos);
+}
+
+TEST(ConfigLoader, HybridYamlRoundTripsWithoutTheOtherTokenizersKeys) {
+  for (const char* preset : {"cct_lite", "coatnet_lite"}) {
+    const Config c = load_config_text(std::string("model: {preset: ") + preset + "}\ndata: {preset: fashion_mnist}\n",
+                                      "exp.yaml");
+    const std::string yaml = to_yaml(c);
+    LoadOptions no_presets;
+    no_presets.resolve_presets = false;
+    EXPECT_EQ(to_yaml(load_config_text(yaml, "config.yaml", {}, no_presets)), yaml) << preset;
+  }
 }

@@ -3,11 +3,13 @@
 
 #include "config/loader.h"
 #include "core/errors.h"
+#include "engine/precision.h"
 #include "models/registry.h"
 #include "models/resnet.h"
 #include "models/vit.h"
 #include "layers/norm.h"
 #include "layers/transformer_block.h"
+#include "test_util.h"
 
 using namespace biaslab;
 
@@ -21,6 +23,23 @@ Config tiny_config(const std::string& preset) {
 }
 
 class PresetTest : public ::testing::TestWithParam<std::string> {};
+
+// One forward and backward under bf16 autocast (the shipped configs' precision):
+// finite logits and a finite gradient for every parameter.
+void expect_trains_in_bf16(Classifier& model, const torch::Tensor& x) {
+  model.zero_grad();
+  torch::Tensor logits;
+  {
+    AutocastScope autocast("bf16", torch::kCPU);
+    logits = model.forward(x);
+  }
+  EXPECT_TRUE(torch::isfinite(logits).all().item<bool>());
+  logits.to(torch::kFloat).sum().backward();
+  for (const auto& p : model.named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key() << " got no gradient in bf16";
+    EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
+  }
+}
 
 }  // namespace
 
@@ -37,6 +56,7 @@ TEST_P(PresetTest, BuildsForwardsAndBackpropagates) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key() << " got no gradient";
     EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
   }
+  expect_trains_in_bf16(*model, x);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPresets, PresetTest, ::testing::ValuesIn(list_presets("models")),
@@ -44,7 +64,8 @@ INSTANTIATE_TEST_SUITE_P(AllPresets, PresetTest, ::testing::ValuesIn(list_preset
 
 TEST(Models, PresetListIsComplete) {
   const auto presets = list_presets("models");
-  for (const char* name : {"resnet18", "resnet20", "resnet56", "vit_lite_p4"})
+  for (const char* name : {"resnet18", "resnet20", "resnet34", "resnet50", "resnet56", "vit_b16", "vit_lite_p4",
+                           "vit_tiny_p4", "convit_lite_p4", "vit_hybrid_lite", "cct_lite", "coatnet_lite"})
     EXPECT_NE(std::find(presets.begin(), presets.end(), name), presets.end()) << name;
 }
 
@@ -152,6 +173,17 @@ std::vector<Knob> knob_values() {
   out.push_back({"vit_lite_p4", {"model.pos_embed=relative", "model.attn_window=3"}});
   out.push_back({"vit_lite_p4", {"model.attn_window=1", "model.pool=gap"}});
   out.push_back({"vit_lite_p4", {"model.layer_scale_init=0.0001"}});
+  out.push_back({"vit_lite_p4", {"model.rezero=true", "model.norm=none"}});
+  out.push_back({"vit_lite_p4", {"model.pool=seq"}});
+  for (const char* pool : {"cls", "gap"})
+    out.push_back({"convit_lite_p4", {std::string("model.pool=") + pool, "model.gpsa_layers=1"}});
+  out.push_back({"convit_lite_p4", {"model.gpsa_layers=2", "model.pos_embed=none"}});
+  for (const char* n : {"batchnorm", "groupnorm", "layernorm", "none"})
+    out.push_back({"vit_hybrid_lite", {std::string("model.cnn_norm=") + n}});
+  out.push_back({"vit_hybrid_lite", {"model.residual=false", "model.block=bottleneck", "model.widths=[4, 4, 8]"}});
+  out.push_back({"vit_hybrid_lite", {"model.stem=imagenet", "model.layers=[1]", "model.widths=[8]"}});
+  out.push_back({"cct_lite", {"model.widths=[8]", "model.tokenizer_kernel=5", "model.patch_size=2"}});
+  out.push_back({"coatnet_lite", {"model.gpsa_layers=2", "model.pos_embed=learned"}});
   return out;
 }
 // Readable parameter in test listings: "resnet20 model.norm=none model.residual=false".
@@ -167,17 +199,21 @@ TEST_P(KnobTest, BuildsForwardsAndBackpropagates) {
   auto sets = GetParam().sets;
   sets.push_back("data.image_size=16");
   const std::string& preset = GetParam().preset;
-  sets.push_back(preset == "resnet20" ? "model.layers=[1,1,1]" : preset == "resnet50" ? "model.layers=[1,1]" : "model.depth=2");
+  if (preset == "resnet20") sets.push_back("model.layers=[1,1,1]");
+  else if (preset == "resnet50") sets.push_back("model.layers=[1,1]");
+  else sets.push_back("model.depth=2");
   const Config cfg = load_config_text("model: {preset: " + GetParam().preset + "}\ndata: {preset: fashion_mnist}\n",
                                       "knob.yaml", sets);
   auto model = build_model(cfg.model, input_spec(cfg.data));
-  auto logits = model->forward(torch::randn({4, 1, 16, 16}));
+  auto x = torch::randn({4, 1, 16, 16});
+  auto logits = model->forward(x);
   EXPECT_EQ(logits.sizes(), (torch::IntArrayRef{4, 10}));
   logits.sum().backward();
   for (const auto& p : model->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
   }
+  expect_trains_in_bf16(*model, x);
   // norm: none leaves no norm parameters or buffers at all.
   if (cfg.model.norm == "none") {
     for (const auto& p : model->named_parameters())
@@ -312,11 +348,96 @@ TEST(Models, RelativePositionBiasDependsOnlyOnTheOffset) {
   {
     torch::NoGradGuard g;
     a->relative_position_bias_table.zero_();
-    plain->qkv->weight.copy_(a->qkv->weight);
-    plain->qkv->bias.copy_(a->qkv->bias);
-    plain->proj->weight.copy_(a->proj->weight);
-    plain->proj->bias.copy_(a->proj->bias);
   }
+  test::copy_shared_parameters(*a, *plain);
   auto x = torch::randn({2, 10, 8});
   EXPECT_TRUE(torch::allclose(a(x), plain(x), 1e-6, 1e-6));
+}
+
+TEST(Models, ViTB16PresetMatchesTorchvision) {
+  // torchvision.models.vit_b_16(): 86,567,656 parameters at 3x224x224, 1000 classes.
+  const Config cfg = load_config_text("model: {preset: vit_b16}\ndata: {preset: fashion_mnist}\n", "b16.yaml",
+                                      {"data.image_size=224", "data.channels=3", "data.num_classes=1000",
+                                       "data.mean=[0.5, 0.5, 0.5]", "data.std=[0.5, 0.5, 0.5]", "data.class_names=[]"});
+  EXPECT_EQ(count_parameters(*build_model(cfg.model, input_spec(cfg.data))), 86567656);
+}
+
+TEST(Models, HybridTokensComeFromTheCnnFeatureMap) {
+  const Config cfg = load_config_text("model: {preset: vit_hybrid_lite}\ndata: {preset: fashion_mnist}\n", "h.yaml");
+  auto model = build_model(cfg.model, input_spec(cfg.data));
+  auto* vit = model->as<ViTImpl>();
+  ASSERT_NE(vit, nullptr);
+  // 28 px -> 28 (stage 1) -> 14 -> 7: 49 tokens (+ class token) of width 128.
+  EXPECT_EQ(vit->patch_embed->grid_size(), 7);
+  EXPECT_EQ(vit->forward_features(torch::randn({2, 1, 28, 28})).sizes(), (torch::IntArrayRef{2, 50, 128}));
+  auto names = model->named_parameters().keys();
+  for (const char* n : {"patch_embed.backbone.conv1.weight", "patch_embed.backbone.layer3.0.downsample.0.weight",
+                        "patch_embed.proj.weight", "blocks.3.attn.qkv.weight", "head.weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  for (const auto& n : names) EXPECT_EQ(n.find("fc."), std::string::npos) << "tokenizer has a classifier: " << n;
+
+  const Config cct = load_config_text("model: {preset: cct_lite}\ndata: {preset: fashion_mnist}\n", "c.yaml");
+  auto c = build_model(cct.model, input_spec(cct.data));
+  auto* cv = c->as<ViTImpl>();
+  ASSERT_NE(cv, nullptr);
+  EXPECT_FALSE(cv->cls_token.defined());
+  ASSERT_TRUE(cv->attention_pool);
+  EXPECT_EQ(cv->forward_features(torch::randn({2, 1, 28, 28})).sizes(), (torch::IntArrayRef{2, 49, 128}));
+  EXPECT_NE(c->named_parameters().find("patch_embed.backbone.conv_layers.1.0.weight"), nullptr);
+}
+
+TEST(Models, SequencePoolingIsASoftmaxWeightedMean) {
+  torch::manual_seed(0);
+  ViTImpl v(ViTOptions(8, 4, 3).in_chans(1).embed_dim(8).depth(1).num_heads(2).pool("seq"));
+  auto t = torch::randn({2, 4, 8});
+  auto w = torch::softmax(v.attention_pool(t).squeeze(-1), 1);  // (B, N)
+  auto expected = (w.unsqueeze(-1) * t).sum(1);
+  EXPECT_TRUE(torch::allclose(v.pool(t), expected, 1e-6, 1e-6));
+  // A zero scoring layer gives the plain mean.
+  torch::NoGradGuard g;
+  v.attention_pool->weight.zero_();
+  EXPECT_TRUE(torch::allclose(v.pool(t), t.mean(1), 1e-6, 1e-6));
+}
+
+TEST(Models, ReZeroBlocksStartAsTheIdentity) {
+  TransformerBlock b(TransformerBlockOptions(8, 2).rezero(true).norm("none"));
+  EXPECT_EQ(b->ls1->gamma.sizes(), (torch::IntArrayRef{1}));
+  EXPECT_EQ(b->ls1->gamma.item<double>(), 0.0);
+  auto x = torch::randn({2, 5, 8});
+  EXPECT_TRUE(torch::equal(b(x), x));
+  // The gain is trainable: the gradient reaches it at the start.
+  b(x).pow(2).sum().backward();
+  EXPECT_NE(b->ls1->gamma.grad().item<double>(), 0.0);
+  EXPECT_THROW(TransformerBlock(TransformerBlockOptions(8, 2).rezero(true).layer_scale_init(1e-4)), c10::Error);
+}
+
+TEST(Models, GpsaClassTokenJoinsAfterTheGpsaBlocks) {
+  torch::manual_seed(0);
+  ViTImpl v(ViTOptions(8, 2, 3).in_chans(1).embed_dim(16).depth(3).num_heads(4).gpsa_layers(2));
+  EXPECT_EQ(v.pos_embed.sizes(), (torch::IntArrayRef{1, 16, 16}));  // patches only
+  EXPECT_TRUE(v.blocks->at<TransformerBlockImpl>(0).attn->options.gated_positional());
+  EXPECT_EQ(v.blocks->at<TransformerBlockImpl>(0).attn->options.prefix_tokens(), 0);
+  EXPECT_FALSE(v.blocks->at<TransformerBlockImpl>(2).attn->options.gated_positional());
+  EXPECT_EQ(v.blocks->at<TransformerBlockImpl>(2).attn->options.prefix_tokens(), 1);
+  EXPECT_EQ(v.forward_features(torch::randn({2, 1, 8, 8})).sizes(), (torch::IntArrayRef{2, 17, 16}));
+  // GPSA init survives the ViT's own Linear initialisation: v starts as the identity.
+  auto& attn = v.blocks->at<TransformerBlockImpl>(1).attn;
+  EXPECT_TRUE(torch::equal(attn->qkv->weight.narrow(0, 32, 16), torch::eye(16)));
+  // All blocks GPSA: the class token joins just before the final norm.
+  ViTImpl all(ViTOptions(8, 2, 3).in_chans(1).embed_dim(16).depth(2).num_heads(4).gpsa_layers(2));
+  EXPECT_EQ(all.forward(torch::randn({2, 1, 8, 8})).sizes(), (torch::IntArrayRef{2, 3}));
+}
+
+TEST(Models, StagesComposeToForwardForEveryPreset) {
+  for (const auto& name : list_presets("models")) {
+    if (name == "vit_b16" || name == "resnet50" || name == "resnet34") continue;  // big; same code paths
+    torch::manual_seed(0);
+    const Config cfg = tiny_config(name);
+    auto model = build_model(cfg.model, {3, 16, 5});
+    model->eval();
+    auto x = torch::randn({2, 3, 16, 16});
+    auto y = x;
+    for (const auto& stage : model->stages()) y = stage.forward(y);
+    EXPECT_TRUE(torch::allclose(y, model->forward(x), 1e-5, 1e-5)) << name;
+  }
 }

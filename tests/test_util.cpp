@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
+#include <torch/torch.h>
 
 namespace biaslab::test {
 
@@ -19,6 +20,17 @@ TempDir::~TempDir() {
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
+}
+
+}  // namespace biaslab::test
+
+namespace biaslab::test {
+
+void copy_shared_parameters(const torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  auto source = from.named_parameters();
+  for (auto& p : to.named_parameters())
+    if (const auto* s = source.find(p.key())) p.value().copy_(*s);
 }
 
 }  // namespace biaslab::test

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <string>
 
+#include <torch/nn/module.h>
+
 namespace biaslab::test {
 
 /// A fresh empty folder under the system temp dir, removed when the object dies.
@@ -16,6 +18,9 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Copies every parameter `from` shares by name with `to` (the rest of `to` is kept).
+void copy_shared_parameters(const torch::nn::Module& from, torch::nn::Module& to);
 
 /// Writes `text` to `path`.
 void write_text(const std::filesystem::path& path, const std::string& text);

@@ -21,6 +21,9 @@ class Probe : public Classifier {
     fc = register_module("fc", torch::nn::Linear(16, 2));
     updates = register_buffer("updates", torch::zeros({}));
   }
+  std::vector<Stage> stages() override {
+    return {{"fc", {"fc"}, [this](const torch::Tensor& x) { return forward(x); }}};
+  }
   torch::Tensor forward(const torch::Tensor& x) override {
     auto y = fc(x.flatten(1));
     if (!is_training()) return y;

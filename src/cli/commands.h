@@ -11,6 +11,7 @@ namespace biaslab::cli {
 void register_train(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_models(CLI::App& app);
+void register_summary(CLI::App& app);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   cli::register_train(app);
   cli::register_eval(app);
   cli::register_models(app);
+  cli::register_summary(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,16 +10,20 @@ namespace biaslab {
 
 struct ModelConfig {
   std::string preset;            ///< models/<preset>.yaml the values came from (informational)
-  std::string family;            ///< resnet | vit (required)
-  std::string norm;              ///< resnet: batchnorm|groupnorm|layernorm|none; vit: layernorm|batchnorm|rmsnorm|none ("" = family default)
-  bool residual = true;          ///< skip connections on/off
-  // ResNet
+  std::string family;            ///< resnet | vit | hybrid (ViT with a CNN tokenizer) (required)
+  std::string norm;              ///< resnet: batchnorm|groupnorm|layernorm|none; vit, hybrid: layernorm|batchnorm|rmsnorm|none ("" = family default)
+  bool residual = true;          ///< skip connections on/off (hybrid: in the CNN and the transformer)
+  // ResNet, and the hybrid's resnet tokenizer
   std::string stem = "cifar";    ///< cifar (3x3 conv) | imagenet (7x7 stride-2 conv + max-pool)
   std::string block = "basic";   ///< basic | bottleneck
   std::vector<int64_t> layers = {3, 3, 3};      ///< blocks per stage
   std::vector<int64_t> widths = {16, 32, 64};   ///< channels per stage
   bool zero_init_residual = false;  ///< last BatchNorm of each block starts at zero
-  // ViT
+  // Hybrid: the CNN that turns the image into a feature map, then patch tokens
+  std::string tokenizer = "resnet";  ///< resnet (ResNet stem + stages, ViT-hybrid) | conv (CCT conv-ReLU-maxpool layers)
+  std::string cnn_norm = "batchnorm";  ///< norm of the resnet tokenizer: batchnorm|groupnorm|layernorm|none
+  int64_t tokenizer_kernel = 3;  ///< conv tokenizer kernel size
+  // ViT, and the hybrid's transformer
   int64_t patch_size = 4;
   int64_t embed_dim = 192;
   int64_t depth = 6;
@@ -28,12 +32,15 @@ struct ModelConfig {
   bool qkv_bias = true;
   double drop_rate = 0.0;        ///< dropout after embeddings, in MLPs and projections
   double attn_drop_rate = 0.0;   ///< dropout on attention weights
-  std::string pool = "cls";      ///< cls (class token) | gap (mean of patch tokens)
+  std::string pool = "cls";      ///< cls (class token) | gap (mean of patch tokens) | seq (CCT attention pooling)
   std::string norm_placement = "pre";  ///< pre | post
   std::string pos_embed = "learned";   ///< learned | sincos2d | none | relative
   double drop_path_rate = 0.0;   ///< stochastic depth at the last block (linear ramp from 0)
   double layer_scale_init = 0.0; ///< LayerScale initial gain; 0 = off
   int64_t attn_window = 0;       ///< 0 = global attention; k (odd) = k x k patch neighbourhoods
+  int64_t gpsa_layers = 0;       ///< leading blocks with ConViT gated positional self-attention
+  double locality_strength = 1.0;  ///< GPSA: initial sharpness of the convolution-like positional attention
+  bool rezero = false;           ///< ReZero: a scalar residual gain from 0 on every branch
 };
 
 struct DataConfig {

@@ -155,7 +155,10 @@ void apply_override(const std::string& text, Flat& out) {
 
 struct Field {
   std::string key;     // dotted
-  std::string family;  // model keys only: "" = every family
+  std::vector<std::string> families;  // model keys only: empty = every family
+  bool applies_to(const std::string& family) const {
+    return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+  }
   std::function<void(const Entry&)> read;
   std::function<void(YAML::Emitter&)> emit;
 };
@@ -174,7 +177,7 @@ std::string format_double(double v) {
 class FieldTable {
  public:
   std::vector<Field> fields;
-  std::string family_scope;  // set while declaring model keys of one family
+  std::vector<std::string> family_scope;  // set while declaring model keys of some families
 
   void integer(const std::string& key, int64_t& ref, int64_t min, bool nullable = false) {
     add(key,
@@ -295,7 +298,7 @@ class FieldTable {
     const Field* any = nullptr;
     for (const auto& f : fields) {
       if (f.key != key) continue;
-      if (f.family.empty() || f.family == family) return &f;
+      if (f.applies_to(family)) return &f;
       if (!any) any = &f;
     }
     return any;
@@ -314,16 +317,21 @@ FieldTable make_table(Config& c) {
 
   ModelConfig& m = c.model;
   t.text("model.preset", m.preset);
-  t.choice("model.family", m.family, {"resnet", "vit"});
+  t.choice("model.family", m.family, {"resnet", "vit", "hybrid"});
   t.boolean("model.residual", m.residual);
-  t.family_scope = "resnet";
+  t.family_scope = {"resnet"};
   t.choice("model.norm", m.norm, {"batchnorm", "groupnorm", "layernorm", "none"});
+  t.family_scope = {"resnet", "hybrid"};
   t.choice("model.stem", m.stem, {"cifar", "imagenet"});
   t.choice("model.block", m.block, {"basic", "bottleneck"});
   t.list("model.layers", m.layers, "integers", 1);
   t.list("model.widths", m.widths, "integers", 1);
   t.boolean("model.zero_init_residual", m.zero_init_residual);
-  t.family_scope = "vit";
+  t.family_scope = {"hybrid"};
+  t.choice("model.tokenizer", m.tokenizer, {"resnet", "conv"});
+  t.choice("model.cnn_norm", m.cnn_norm, {"batchnorm", "groupnorm", "layernorm", "none"});
+  t.integer("model.tokenizer_kernel", m.tokenizer_kernel, 1);
+  t.family_scope = {"vit", "hybrid"};
   t.choice("model.norm", m.norm, {"layernorm", "batchnorm", "rmsnorm", "none"});
   t.choice("model.norm_placement", m.norm_placement, {"pre", "post"});
   t.integer("model.patch_size", m.patch_size, 1);
@@ -334,12 +342,15 @@ FieldTable make_table(Config& c) {
   t.boolean("model.qkv_bias", m.qkv_bias);
   t.number("model.drop_rate", m.drop_rate, 0.0, 1.0);
   t.number("model.attn_drop_rate", m.attn_drop_rate, 0.0, 1.0);
-  t.choice("model.pool", m.pool, {"cls", "gap"});
+  t.choice("model.pool", m.pool, {"cls", "gap", "seq"});
   t.choice("model.pos_embed", m.pos_embed, {"learned", "sincos2d", "none", "relative"});
   t.number("model.drop_path_rate", m.drop_path_rate, 0.0, 0.99);
   t.number("model.layer_scale_init", m.layer_scale_init, 0.0, 10.0);
   t.integer("model.attn_window", m.attn_window, 0);
-  t.family_scope = "";
+  t.integer("model.gpsa_layers", m.gpsa_layers, 0);
+  t.number("model.locality_strength", m.locality_strength, 0.0, 100.0);
+  t.boolean("model.rezero", m.rezero);
+  t.family_scope = {};
 
   DataConfig& d = c.data;
   t.text("data.preset", d.preset);
@@ -407,6 +418,15 @@ std::vector<std::string> keys_in_section(const FieldTable& t, const std::string&
   return out;
 }
 
+// A hybrid's keys that belong to the tokenizer it does not use: an error when set,
+// left out of the resolved YAML.
+std::vector<std::string> other_tokenizer_keys(const ModelConfig& m) {
+  if (m.family != "hybrid") return {};
+  if (m.tokenizer == "conv")
+    return {"model.layers", "model.block", "model.stem", "model.zero_init_residual", "model.cnn_norm"};
+  return {"model.tokenizer_kernel"};
+}
+
 // ---------------------------------------------------------------------------------
 // Cross-field checks (after every key is read).
 
@@ -437,7 +457,7 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
   };
   if (m.family.empty())
     throw ConfigError("model.family: missing; set model.preset" + preset_hint("models") +
-                      " or model.family (resnet|vit)");
+                      " or model.family (resnet|vit|hybrid)");
   for (const char* key : {"image_size", "channels", "num_classes"}) {
     const std::string full = std::string("data.") + key;
     if (!merged.count(full))
@@ -459,16 +479,34 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
             "expected " + std::to_string(d.num_classes) + " names (data.num_classes), got " +
                 std::to_string(d.class_names.size()));
 
-  if (m.family == "resnet") {
+  const bool resnet_trunk = m.family == "resnet" || (m.family == "hybrid" && m.tokenizer == "resnet");
+  if (resnet_trunk) {
     k.require(!m.layers.empty(), "model.layers", "expected at least one stage");
     k.require(m.layers.size() == m.widths.size(), "model.widths",
               "expected one width per stage: model.layers has " + std::to_string(m.layers.size()) +
                   " stages, model.widths has " + std::to_string(m.widths.size()) + " values");
-  } else if (m.family == "vit") {
-    k.require(d.image_size % m.patch_size == 0, "model.patch_size",
-              "patch size " + std::to_string(m.patch_size) + " does not divide the image size " +
-                  std::to_string(d.image_size) + " (data.image_size, " + k.where("data.image_size") +
-                  "); choose a divisor of " + std::to_string(d.image_size) + " or change data.image_size");
+  }
+  for (const auto& key : other_tokenizer_keys(m))
+    k.require(!merged.count(key), key,
+              "applies to the " + std::string(m.tokenizer == "conv" ? "resnet" : "conv") +
+                  " tokenizer, but model.tokenizer is '" + m.tokenizer + "' (" + k.where("model.tokenizer") + ")" +
+                  (m.tokenizer == "conv" ? "; the conv tokenizer has one conv-ReLU-maxpool layer per entry of model.widths"
+                                         : ""));
+  if (m.family == "vit" || m.family == "hybrid") {
+    // Side of the map the patch projection sees: the image, or the CNN trunk's output.
+    int64_t side = d.image_size;
+    std::string from = "the image size " + std::to_string(d.image_size) + " (data.image_size, " +
+                       k.where("data.image_size") + ")";
+    if (m.family == "hybrid") {
+      int64_t halvings = m.tokenizer == "conv" ? int64_t(m.widths.size())
+                                               : int64_t(m.layers.size()) - 1 + (m.stem == "imagenet" ? 2 : 0);
+      for (int64_t i = 0; i < halvings; ++i) side = (side + 1) / 2;
+      from = "the " + std::to_string(side) + "x" + std::to_string(side) + " feature map the " + m.tokenizer +
+             " tokenizer makes of " + std::to_string(d.image_size) + " px images";
+    }
+    k.require(side % m.patch_size == 0, "model.patch_size",
+              "patch size " + std::to_string(m.patch_size) + " does not divide " + from + "; choose a divisor of " +
+                  std::to_string(side) + (m.family == "vit" ? " or change data.image_size" : ""));
     k.require(m.pos_embed != "sincos2d" || m.embed_dim % 4 == 0, "model.pos_embed",
               "sincos2d needs embed_dim divisible by 4, got " + std::to_string(m.embed_dim));
     k.require(m.attn_window == 0 || m.attn_window % 2 == 1, "model.attn_window",
@@ -476,6 +514,14 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
     k.require(m.embed_dim % m.num_heads == 0, "model.num_heads",
               "embed_dim " + std::to_string(m.embed_dim) + " (" + k.where("model.embed_dim") +
                   ") is not divisible by num_heads " + std::to_string(m.num_heads));
+    k.require(m.gpsa_layers <= m.depth, "model.gpsa_layers",
+              "expected at most model.depth = " + std::to_string(m.depth) + " GPSA blocks, got " +
+                  std::to_string(m.gpsa_layers));
+    k.require(m.gpsa_layers == 0 || (m.attn_window == 0 && m.pos_embed != "relative"), "model.gpsa_layers",
+              "gated positional self-attention brings its own positional attention; it cannot be combined with "
+              "model.attn_window or model.pos_embed: relative");
+    k.require(!m.rezero || m.layer_scale_init == 0.0, "model.rezero",
+              "choose one residual gain: ReZero (a scalar from 0) or LayerScale (model.layer_scale_init), not both");
   }
 
   k.require(d.train_fraction == 1.0 || d.train_per_class == 0, "data.train_per_class",
@@ -514,18 +560,21 @@ Config build(const Flat& merged, const fs::path& home, const std::string& defaul
       throw ConfigError(entry.where() + ": unknown key '" + key + "'" + did_you_mean(rest, candidates) +
                         "; keys of '" + section + "': " + join(candidates));
     }
-    if (!f->family.empty() && f->family != c.model.family) {
+    if (!f->applies_to(c.model.family)) {
       std::vector<std::string> own;
       for (const auto& g : table.fields)
-        if (g.key.rfind("model.", 0) == 0 && g.family == c.model.family) own.push_back(g.key.substr(6));
-      throw ConfigError(entry.where() + ": " + key + " applies to family '" + f->family +
-                        "', but model.family is '" + c.model.family + "' (" + where_or_default(merged, "model.family") +
+        if (g.key.rfind("model.", 0) == 0 && !g.families.empty() && g.applies_to(c.model.family))
+          own.push_back(g.key.substr(6));
+      std::vector<std::string> quoted;
+      for (const auto& fam : f->families) quoted.push_back("'" + fam + "'");
+      throw ConfigError(entry.where() + ": " + key + " applies to family " + join(quoted, " or ") +
+                        ", but model.family is '" + c.model.family + "' (" + where_or_default(merged, "model.family") +
                         "); keys of family '" + c.model.family + "': " + join(own));
     }
     f->read(entry);
   }
   if (c.name.empty()) c.name = default_name;
-  if (c.model.norm.empty()) c.model.norm = c.model.family == "vit" ? "layernorm" : "batchnorm";
+  if (c.model.norm.empty()) c.model.norm = c.model.family == "resnet" ? "batchnorm" : "layernorm";
   check(c, merged, home);
   return c;
 }
@@ -608,6 +657,7 @@ Config load_config_text(const std::string& yaml, const std::string& source_name,
 std::string to_yaml(const Config& config) {
   Config copy = config;
   FieldTable table = make_table(copy);
+  const auto skip = other_tokenizer_keys(copy.model);
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value;
@@ -616,7 +666,8 @@ std::string to_yaml(const Config& config) {
     out << YAML::Key << section << YAML::Value << YAML::BeginMap;
     for (const auto& f : table.fields) {
       if (f.key.rfind(section + ".", 0) != 0) continue;
-      if (!f.family.empty() && f.family != copy.model.family) continue;
+      if (!f.applies_to(copy.model.family)) continue;
+      if (std::find(skip.begin(), skip.end(), f.key) != skip.end()) continue;
       out << YAML::Key << f.key.substr(section.size() + 1) << YAML::Value;
       f.emit(out);
     }

@@ -44,6 +44,46 @@ void AttentionImpl::reset() {
     auto [dr, dc] = pairwise_offsets(g);  // each in [-(g-1), g-1]
     rel_index_ = ((dr + (g - 1)) * (2 * g - 1) + (dc + (g - 1))).flatten();
   }
+  if (options.gated_positional()) {
+    TORCH_CHECK(options.grid() > 0 && options.prefix_tokens() == 0 && options.window() == 0 &&
+                    !options.relative_position(),
+                "Attention: gated positional attention needs the patch grid, no prefix tokens, no window and no "
+                "relative bias");
+    auto [dr, dc] = pairwise_offsets(options.grid());  // query minus key
+    auto dx = (-dc).to(torch::kFloat), dy = (-dr).to(torch::kFloat);
+    rel_pos_ = torch::stack({dx, dy, dx * dx + dy * dy}, -1);  // (P, P, 3)
+    pos_proj = register_module("pos_proj", torch::nn::Linear(3, options.num_heads()));
+    gating_param = register_parameter("gating_param", torch::ones({options.num_heads()}));
+    init_locality();
+  }
+}
+
+void AttentionImpl::init_locality() {
+  if (!options.gated_positional()) return;
+  torch::NoGradGuard no_grad;
+  // Head h of a k x k kernel (k = floor(sqrt(H))) looks at offset (dx, dy) around the
+  // query: logit = -alpha |r - offset|^2 + const = alpha (2 dx r_x + 2 dy r_y - |r|^2).
+  const int64_t heads = options.num_heads();
+  const auto k = static_cast<int64_t>(std::sqrt(double(heads)));
+  const double center = double(k - 1) / 2.0, alpha = options.locality_strength();
+  auto w = torch::zeros({heads, 3});
+  for (int64_t h = 0; h < heads; ++h) {
+    const double dx = h < k * k ? double(h % k) - center : 0.0;
+    const double dy = h < k * k ? double(h / k) - center : 0.0;
+    w[h][0] = 2.0 * dx * alpha;
+    w[h][1] = 2.0 * dy * alpha;
+    w[h][2] = -alpha;
+  }
+  pos_proj->weight.copy_(w);
+  pos_proj->bias.zero_();
+  const int64_t c = options.dim();
+  qkv->weight.narrow(0, 2 * c, c).copy_(torch::eye(c));  // v = identity
+  gating_param.fill_(1.0);
+}
+
+torch::Tensor AttentionImpl::positional_attention(const c10::Device& device) {
+  if (rel_pos_.device() != device) rel_pos_ = rel_pos_.to(device);
+  return pos_proj(rel_pos_).permute({2, 0, 1}).softmax(-1);  // (H, P, P)
 }
 
 torch::Tensor AttentionImpl::relative_bias(int64_t n, const c10::Device& device) {
@@ -79,6 +119,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
     attn = attn.masked_fill(mask_.logical_not(), -std::numeric_limits<float>::infinity());
   }
   attn = attn.softmax(-1);
+  if (options.gated_positional()) {
+    auto gate = torch::sigmoid(gating_param).view({1, h, 1, 1});
+    attn = (1.0 - gate) * attn + gate * positional_attention(x.device()).to(attn.scalar_type());
+  }
   if (keep_attn_) last_attn_ = attn.detach();
   attn = attn_drop(attn);
   auto out = torch::matmul(attn, v);                  // (B, H, N, D)

@@ -34,6 +34,15 @@ struct AttentionOptions {
   /// 2021; Cordonnier et al. 2020): a table of (2 grid - 1)^2 x heads entries indexed
   /// by the (row, column) offset, added to the attention logits. Needs `grid`.
   TORCH_ARG(bool, relative_position) = false;
+  /// Gated positional self-attention (ConViT, d'Ascoli et al. 2021, arXiv:2103.10697):
+  ///   A = (1 - sigmoid(g_h)) softmax(q k^T / sqrt(d)) + sigmoid(g_h) softmax(v_h . r_ij)
+  /// with r_ij = (dx, dy, dx^2 + dy^2) the key's offset from the query on the patch
+  /// grid. Initialised convolution-like: head h attends around its own offset of a
+  /// sqrt(H) x sqrt(H) kernel, v starts as the identity, gates at g = 1 (mostly
+  /// positional); training can make each head content-based. Needs `grid`, no prefix tokens.
+  TORCH_ARG(bool, gated_positional) = false;
+  /// GPSA: sharpness alpha of the initial positional attention, exp(-alpha |r - offset_h|^2).
+  TORCH_ARG(double, locality_strength) = 1.0;
 };
 
 /// Boolean (N, N) mask, true where attention is allowed, for a `window` x `window`
@@ -53,17 +62,25 @@ class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
   /// The relative-position bias (heads, N, N) for N tokens, zero for pairs involving
   /// prefix tokens (relative_position only).
   torch::Tensor relative_bias(int64_t n, const c10::Device& device);
+  /// GPSA: the positional attention (heads, N, N), rows summing to 1.
+  torch::Tensor positional_attention(const c10::Device& device);
+  /// GPSA: the convolution-like initialisation (pos_proj, v = identity, gates); the ViT
+  /// calls it again after its own Linear initialisation.
+  void init_locality();
 
   AttentionOptions options;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   torch::Tensor relative_position_bias_table;  // ((2G-1)^2, heads); undefined unless relative_position
   torch::nn::Dropout attn_drop{nullptr}, proj_drop{nullptr};
+  torch::nn::Linear pos_proj{nullptr};  // GPSA: r_ij (3) -> one logit per head
+  torch::Tensor gating_param;           // GPSA: (heads) gate logits
 
  private:
   bool keep_attn_ = false;
   torch::Tensor last_attn_;
   torch::Tensor mask_;  // (N, N) bool for local attention, moved to the input's device on use
   torch::Tensor rel_index_;  // (P*P) long: table row of each patch pair, likewise
+  torch::Tensor rel_pos_;    // (P, P, 3) float: GPSA offsets (dx, dy, dx^2 + dy^2), likewise
 };
 TORCH_MODULE(Attention);
 

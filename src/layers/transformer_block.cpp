@@ -21,14 +21,19 @@ void TransformerBlockImpl::reset() {
                                                 .window(options.attn_window())
                                                 .grid(options.grid())
                                                 .prefix_tokens(options.prefix_tokens())
-                                                .relative_position(options.relative_position())));
+                                                .relative_position(options.relative_position())
+                                                .gated_positional(options.gated_positional())
+                                                .locality_strength(options.locality_strength())));
   norm2 = make_token_norm(options.norm(), dim);
   register_module("norm2", norm2.ptr());
   const auto hidden = static_cast<int64_t>(double(dim) * options.mlp_ratio());
   mlp = register_module("mlp", Mlp(MlpOptions(dim, hidden).drop(options.drop())));
-  if (options.layer_scale_init() > 0) {
-    ls1 = register_module("ls1", LayerScale(dim, options.layer_scale_init()));
-    ls2 = register_module("ls2", LayerScale(dim, options.layer_scale_init()));
+  TORCH_CHECK(!(options.rezero() && options.layer_scale_init() > 0), "TransformerBlock: ReZero and LayerScale exclude each other");
+  if (options.layer_scale_init() > 0 || options.rezero()) {
+    const int64_t width = options.rezero() ? 1 : dim;
+    const double init = options.rezero() ? 0.0 : options.layer_scale_init();
+    ls1 = register_module("ls1", LayerScale(width, init));
+    ls2 = register_module("ls2", LayerScale(width, init));
   }
   drop_path = register_module("drop_path", DropPath(options.drop_path()));
 }

@@ -42,6 +42,12 @@ struct TransformerBlockOptions {
   TORCH_ARG(int64_t, prefix_tokens) = 0;
   /// Relative-position bias in attention (see AttentionOptions).
   TORCH_ARG(bool, relative_position) = false;
+  /// ConViT gated positional self-attention (see AttentionOptions).
+  TORCH_ARG(bool, gated_positional) = false;
+  TORCH_ARG(double, locality_strength) = 1.0;
+  /// ReZero (Bachlechner et al. 2020, arXiv:2003.04887): one scalar gain per branch,
+  /// starting at 0 so the block starts as the identity (stored as ls1/ls2 of width 1).
+  TORCH_ARG(bool, rezero) = false;
 };
 
 class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
@@ -55,7 +61,7 @@ class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
   torch::nn::AnyModule norm1, norm2;
   Attention attn{nullptr};
   Mlp mlp{nullptr};
-  LayerScale ls1{nullptr}, ls2{nullptr};  // null without LayerScale
+  LayerScale ls1{nullptr}, ls2{nullptr};  // null without LayerScale or ReZero
   DropPath drop_path{nullptr};
 };
 TORCH_MODULE(TransformerBlock);

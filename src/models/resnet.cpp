@@ -70,14 +70,15 @@ torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
 }
 
 ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
-  const auto& layers = options.layers();
+  const auto& depths = options.layers();
   const auto& widths = options.widths();
-  TORCH_CHECK(!layers.empty() && layers.size() == widths.size(), "ResNet: need one width per stage, got ",
-              layers.size(), " stages and ", widths.size(), " widths");
+  TORCH_CHECK(!depths.empty() && depths.size() == widths.size(), "ResNet: need one width per stage, got ",
+              depths.size(), " stages and ", widths.size(), " widths");
   TORCH_CHECK(options.stem() == "cifar" || options.stem() == "imagenet", "ResNet: unknown stem '",
               options.stem(), "'");
   TORCH_CHECK(options.block() == "basic" || options.block() == "bottleneck", "ResNet: unknown block '",
               options.block(), "'");
+  TORCH_CHECK(options.global_pool() || options.num_classes() == 0, "ResNet: global_pool false needs num_classes 0");
   const bool imagenet = options.stem() == "imagenet";
   const bool bottleneck = options.block() == "bottleneck";
   conv1 = register_module("conv1", imagenet ? conv(options.in_chans(), widths[0], 7, 2)
@@ -87,9 +88,9 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
   if (imagenet) maxpool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
 
   int64_t in = widths[0];
-  for (size_t s = 0; s < layers.size(); ++s) {
+  for (size_t s = 0; s < depths.size(); ++s) {
     nn::Sequential stage;
-    for (int64_t b = 0; b < layers[s]; ++b) {
+    for (int64_t b = 0; b < depths[s]; ++b) {
       const int64_t stride = (b == 0 && s > 0) ? 2 : 1;
       const auto block = BasicBlockOptions(in, widths[s]).stride(stride).norm(options.norm()).residual(options.residual());
       if (bottleneck) {
@@ -100,9 +101,9 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
         in = widths[s];
       }
     }
-    stages.push_back(register_module("layer" + std::to_string(s + 1), stage));
+    layers.push_back(register_module("layer" + std::to_string(s + 1), stage));
   }
-  fc = register_module("fc", nn::Linear(in, options.num_classes()));
+  if (options.num_classes() > 0) fc = register_module("fc", nn::Linear(in, options.num_classes()));
 
   // torchvision's initialisation: He normal (fan_out) for convs, BN at (1, 0).
   torch::NoGradGuard no_grad;
@@ -125,13 +126,55 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options_) : options(options_) {
   }
 }
 
-torch::Tensor ResNetImpl::forward_features(const torch::Tensor& x) {
+torch::Tensor ResNetImpl::stem_forward(const torch::Tensor& x) {
   auto y = torch::relu(bn1.forward(conv1(x)));
-  if (maxpool) y = maxpool(y);
-  for (auto& stage : stages) y = stage->forward(y);
-  return y.mean({2, 3});  // global average pool: (B, C, H, W) -> (B, C)
+  return maxpool ? maxpool(y) : y;
 }
 
-torch::Tensor ResNetImpl::forward(const torch::Tensor& x) { return fc(forward_features(x)); }
+torch::Tensor ResNetImpl::forward_feature_map(const torch::Tensor& x) {
+  auto y = stem_forward(x);
+  for (auto& stage : layers) y = stage->forward(y);
+  return y;
+}
+
+std::vector<Stage> ResNetImpl::stages() {
+  std::vector<Stage> out;
+  std::vector<std::string> stem = {"conv1", "bn1"};
+  if (maxpool) stem.push_back("maxpool");
+  out.push_back({"stem", stem, [this](const torch::Tensor& x) { return stem_forward(x); }});
+  for (size_t s = 0; s < layers.size(); ++s) {
+    auto stage = layers[s];
+    const std::string name = "layer" + std::to_string(s + 1);
+    out.push_back({name, {name}, [stage](const torch::Tensor& x) mutable { return stage->forward(x); }});
+  }
+  if (options.global_pool())
+    out.push_back({"head", fc ? std::vector<std::string>{"fc"} : std::vector<std::string>{},
+                   [this](const torch::Tensor& x) {
+                     auto pooled = x.mean({2, 3});
+                     return fc ? fc(pooled) : pooled;
+                   }});
+  return out;
+}
+
+torch::Tensor ResNetImpl::forward_features(const torch::Tensor& x) {
+  return forward_feature_map(x).mean({2, 3});  // global average pool: (B, C, H, W) -> (B, C)
+}
+
+torch::Tensor ResNetImpl::forward(const torch::Tensor& x) {
+  if (!options.global_pool()) return forward_feature_map(x);
+  auto features = forward_features(x);
+  return fc ? fc(features) : features;
+}
+
+int64_t ResNetImpl::num_features() const {
+  return options.widths().back() * (options.block() == "bottleneck" ? BottleneckImpl::kExpansion : 1);
+}
+
+int64_t ResNetImpl::feature_size(int64_t image_size) const {
+  // Every stride-2 layer (7x7 conv, max-pool, first block of stages 2..) maps s to ceil(s / 2).
+  const int64_t halvings = int64_t(options.layers().size()) - 1 + (options.stem() == "imagenet" ? 2 : 0);
+  for (int64_t i = 0; i < halvings; ++i) image_size = (image_size + 1) / 2;
+  return image_size;
+}
 
 }  // namespace biaslab

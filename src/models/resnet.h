@@ -67,7 +67,11 @@ TORCH_MODULE(Bottleneck);
 
 struct ResNetOptions {
   explicit ResNetOptions(int64_t num_classes) : num_classes_(num_classes) {}
+  /// 0: no classifier (`fc` stays null) and forward returns the pooled features, as
+  /// timm's num_classes=0; the hybrid ViT uses such a trunk as its tokenizer.
   TORCH_ARG(int64_t, num_classes);
+  /// false (needs num_classes 0): forward returns the last stage's map unpooled.
+  TORCH_ARG(bool, global_pool) = true;
   TORCH_ARG(int64_t, in_chans) = 3;
   /// "cifar" (3x3 conv) or "imagenet" (7x7 stride-2 conv + max-pool).
   TORCH_ARG(std::string, stem) = "cifar";
@@ -90,15 +94,28 @@ class ResNetImpl : public Classifier {
  public:
   explicit ResNetImpl(const ResNetOptions& options);
   torch::Tensor forward(const torch::Tensor& x) override;
-  /// Features before the classifier: (B, widths.back()).
+  /// stem (conv1, bn1, ReLU, maxpool), layer1..N, head (pool, fc; without fc or
+  /// global_pool only what forward does).
+  std::vector<Stage> stages() override;
+  /// Features before the classifier: (B, num_features()).
   torch::Tensor forward_features(const torch::Tensor& x);
+  /// The last stage's output before pooling: (B, num_features(), s, s), s = feature_size(H).
+  torch::Tensor forward_feature_map(const torch::Tensor& x);
+  /// Channels of the last stage.
+  int64_t num_features() const;
+  /// Side of the last stage's map for an image side `image_size` (each stride 2 rounds up).
+  int64_t feature_size(int64_t image_size) const;
 
   ResNetOptions options;
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::AnyModule bn1;
   torch::nn::MaxPool2d maxpool{nullptr};  // imagenet stem only
-  std::vector<torch::nn::Sequential> stages;  // registered as layer1, layer2, ...
+  std::vector<torch::nn::Sequential> layers;  // registered as layer1, layer2, ...
   torch::nn::Linear fc{nullptr};
+
+ private:
+  /// conv1, bn1, ReLU, and the max-pool of the imagenet stem.
+  torch::Tensor stem_forward(const torch::Tensor& x);
 };
 
 }  // namespace biaslab

@@ -2,7 +2,10 @@
 // Vision Transformer (Dosovitskiy et al. 2021, arXiv:2010.11929), timm layout:
 // patch_embed.proj, cls_token, pos_embed, blocks.N.{norm1,attn.qkv,attn.proj,norm2,mlp.fc1,mlp.fc2},
 // norm, head. Pre-norm blocks, learned positional embedding, class-token or mean pooling.
-// Ablations: the norm kind, pre/post placement, and residual connections on/off.
+// Ablations: the norm kind, pre/post placement, residual connections on/off, positional
+// encodings, local windows, ConViT's gated positional attention, LayerScale / ReZero.
+// Hybrids are this class with a CNN `backbone` in the patch embedding (ViT-hybrid,
+// CCT's conv tokenizer): one transformer, pluggable embeddings.
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
@@ -19,9 +22,15 @@ struct ViTOptions {
   ViTOptions(int64_t img_size, int64_t patch_size, int64_t num_classes)
       : img_size_(img_size), patch_size_(patch_size), num_classes_(num_classes) {}
   TORCH_ARG(int64_t, img_size);
+  /// Patch side on the image, or on the backbone's feature map.
   TORCH_ARG(int64_t, patch_size);
   TORCH_ARG(int64_t, num_classes);
   TORCH_ARG(int64_t, in_chans) = 3;
+  /// Optional CNN between image and patch projection (registered as patch_embed.backbone),
+  /// with the side and channels of the map it outputs for img_size x img_size images.
+  TORCH_ARG(torch::nn::AnyModule, backbone);
+  TORCH_ARG(int64_t, backbone_size) = 0;
+  TORCH_ARG(int64_t, backbone_channels) = 0;
   TORCH_ARG(int64_t, embed_dim) = 192;
   TORCH_ARG(int64_t, depth) = 12;
   TORCH_ARG(int64_t, num_heads) = 3;
@@ -30,7 +39,8 @@ struct ViTOptions {
   /// Dropout on embeddings, after attention projections and in MLPs.
   TORCH_ARG(double, drop_rate) = 0.0;
   TORCH_ARG(double, attn_drop_rate) = 0.0;
-  /// "cls": classify the class token; "gap": mean of the patch tokens (no class token).
+  /// "cls": classify the class token; "gap": mean of the patch tokens (no class token);
+  /// "seq": CCT's sequence pooling, softmax(Linear(D, 1)(tokens))-weighted token mean.
   TORCH_ARG(std::string, pool) = "cls";
   /// Token norm in the blocks and before the head: layernorm | batchnorm | rmsnorm | none.
   TORCH_ARG(std::string, norm) = "layernorm";
@@ -47,6 +57,12 @@ struct ViTOptions {
   TORCH_ARG(double, layer_scale_init) = 0.0;
   /// Local attention: 0 = global; k (odd) = k x k patch neighbourhoods.
   TORCH_ARG(int64_t, attn_window) = 0;
+  /// The first N blocks use ConViT's gated positional self-attention; with a class token
+  /// it joins after them (d'Ascoli et al. 2021).
+  TORCH_ARG(int64_t, gpsa_layers) = 0;
+  TORCH_ARG(double, locality_strength) = 1.0;
+  /// ReZero scalar residual gains from 0 (see TransformerBlockOptions).
+  TORCH_ARG(bool, rezero) = false;
 };
 
 class ViTImpl : public Classifier {
@@ -55,6 +71,11 @@ class ViTImpl : public Classifier {
   torch::Tensor forward(const torch::Tensor& x) override;
   /// Tokens after the final norm: (B, N(+1), D).
   torch::Tensor forward_features(const torch::Tensor& x);
+  /// Pooled features: (B, D).
+  torch::Tensor pool(const torch::Tensor& tokens);
+  /// [backbone stages], embed (patch projection, class token, positional embedding),
+  /// blocks.0 .. blocks.N-1, head (final norm, pooling, classifier).
+  std::vector<Stage> stages() override;
 
   ViTOptions options;
   PatchEmbed patch_embed{nullptr};
@@ -63,7 +84,16 @@ class ViTImpl : public Classifier {
   torch::nn::Dropout pos_drop{nullptr};
   torch::nn::Sequential blocks{nullptr};
   torch::nn::AnyModule norm;
+  torch::nn::Linear attention_pool{nullptr};  // pool "seq" only
   torch::nn::Linear head{nullptr};
+
+ private:
+  /// Tokens from the image, or from the backbone's map when `map` is true.
+  torch::Tensor embed(const torch::Tensor& x, bool map);
+  /// Block i, with the class token joining first where GPSA blocks end.
+  torch::Tensor run_block(size_t i, const torch::Tensor& t);
+  torch::Tensor with_cls(const torch::Tensor& tokens);
+  size_t cls_at() const { return static_cast<size_t>(options.gpsa_layers()); }
 };
 
 }  // namespace biaslab
