@@ -242,3 +242,25 @@ TEST(ConfigLoader, HybridYamlRoundTripsWithoutTheOtherTokenizersKeys) {
     EXPECT_EQ(to_yaml(load_config_text(yaml, "config.yaml", {}, no_presets)), yaml) << preset;
   }
 }
+
+TEST(ConfigErrors, DataFormatKeys) {
+  const std::string synth = "model: {preset: resnet20}\ndata: {preset: synth_texture}\n";
+  EXPECT_EQ(load_config_text(synth, "exp.yaml").data.task, "texture");
+  EXPECT_NE(error_of(synth, {"data.num_classes=3"}).find("the synthetic task 'texture' has 4 classes"),
+            std::string::npos);
+  EXPECT_NE(error_of(synth, {"data.task=shapes"}).find("expected one of: texture, same_different"), std::string::npos);
+  // A key of another format names the format and where it was set.
+  std::string msg = error_of(kResnet, {"data.task=texture"});
+  EXPECT_NE(msg.find("data.task: does not apply to data.format 'idx'"), std::string::npos) << msg;
+  msg = error_of(kResnet, {"data.format=cifar10"});
+  EXPECT_NE(msg.find("data.train_images: does not apply to data.format 'cifar10'"), std::string::npos) << msg;
+  EXPECT_NE(error_of(kResnet, {"data.mean=[]"}).find("data.std: expected as many values as data.mean"),
+            std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"data.random_resized_crop=[0.5, 0.2]"}).find("0 < min <= max <= 1"), std::string::npos);
+  // Resolved configs of every format reload (only the keys of their own format are written).
+  LoadOptions no_presets;
+  no_presets.resolve_presets = false;
+  const std::string yaml = to_yaml(load_config_text(synth, "exp.yaml"));
+  EXPECT_EQ(yaml.find("train_images"), std::string::npos);
+  EXPECT_EQ(to_yaml(load_config_text(yaml, "config.yaml", {}, no_presets)), yaml);
+}

@@ -66,3 +66,40 @@ TEST(Loader, AugmentationIsReproduciblePerBatch) {
   EXPECT_EQ(x.sizes(), (torch::IntArrayRef{4, 1, 6, 6}));
   EXPECT_TRUE(torch::equal(x, b.batch(1).images));
 }
+
+TEST(Loader, SameBatchesWhateverTheNumberOfWorkers) {
+  auto o = opts(true);
+  o.crop_padding = 1;
+  o.hflip = true;
+  o.trivial_augment = true;
+  o.random_erasing = 0.5;
+  o.mixup_alpha = 0.4;
+  o.cutmix_alpha = 1.0;
+  o.num_classes = 40;
+  auto split = make_split(40);
+  split.images = torch::randint(0, 255, {40, 1, 6, 6}).to(torch::kUInt8);
+  for (int64_t workers : {1, 3}) {
+    auto ow = o;
+    ow.workers = workers;
+    Loader serial(split, o), parallel(split, ow);
+    for (int64_t epoch : {0, 1}) {
+      serial.set_epoch(epoch);
+      parallel.set_epoch(epoch);
+      // In order, then out of order (a resumed epoch starts mid-way).
+      for (int64_t i : {0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 2}) {
+        auto a = serial.batch(i), b = parallel.batch(i);
+        EXPECT_TRUE(torch::equal(a.images, b.images)) << workers << " workers, epoch " << epoch << " batch " << i;
+        EXPECT_TRUE(torch::equal(a.labels, b.labels));
+        EXPECT_TRUE(torch::equal(a.targets, b.targets));
+      }
+    }
+  }
+}
+
+TEST(Loader, EvaluationBatchesAreJustNormalised) {
+  auto split = make_split(8);
+  Loader plain(split, opts(false));
+  auto b = plain.batch(0);
+  EXPECT_FALSE(b.targets.defined());
+  EXPECT_TRUE(torch::allclose(b.images, split.images.narrow(0, 0, 4).to(torch::kFloat).div(255.0)));
+}

@@ -12,6 +12,7 @@ void register_train(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_models(CLI::App& app);
 void register_summary(CLI::App& app);
+void register_data(CLI::App& app);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   cli::register_eval(app);
   cli::register_models(app);
   cli::register_summary(app);
+  cli::register_data(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -45,25 +45,40 @@ struct ModelConfig {
 
 struct DataConfig {
   std::string preset;            ///< data/<preset>.yaml the values came from (informational)
-  std::string format = "idx";    ///< idx
-  std::string root;              ///< folder holding the files below
-  std::string train_images;
+  std::string format = "idx";    ///< idx | cifar10 | cifar100 | folder | synthetic
+  std::string root;              ///< folder holding the files (idx, cifar*), or the image folder
+  std::string train_images;      ///< idx
   std::string train_labels;
   std::string test_images;
   std::string test_labels;
+  std::vector<std::string> train_files;  ///< cifar*: record files ([] = the format's standard names)
+  std::vector<std::string> test_files;
+  std::string label_kind = "fine";   ///< cifar100: fine (100 classes) | coarse (20 superclasses)
+  std::string on_bad_image = "error";  ///< folder: error | skip (undecodable images)
+  double test_holdout = 0.2;     ///< folder without a test/ split: stratified share held out as test
+  std::string task;              ///< synthetic: texture | same_different
+  int64_t train_size = 10000;    ///< synthetic: images generated per split
+  int64_t test_size = 2000;
+  int64_t generator_seed = 0;    ///< synthetic: seed of the images themselves
   int64_t image_size = 0;        ///< side length fed to the model; images are resized if needed
   int64_t channels = 0;
   int64_t num_classes = 0;
-  std::vector<double> mean;      ///< per-channel, on the [0, 1] scale
-  std::vector<double> std;
+  std::vector<double> mean;      ///< per-channel, on the [0, 1] scale; [] = computed from the training subset
+  std::vector<double> std;       ///< likewise
   std::vector<std::string> class_names;
   double train_fraction = 1.0;   ///< stratified share of the training set (0 < f <= 1)
   int64_t train_per_class = 0;   ///< 0 = use train_fraction; else N images per class
   int64_t subset_seed = 0;       ///< seed of the subset draws, independent of runtime.seed
   double val_fraction = 0.0;     ///< stratified share of the training set held out for validation
   double test_fraction = 1.0;    ///< stratified share of the test set (smoke tests only)
+  std::vector<double> random_resized_crop;  ///< [min, max] area share; [] = off
   int64_t crop_padding = 0;      ///< random crop after zero padding by this many pixels; 0 = off
   bool hflip = false;            ///< random horizontal flip
+  bool trivial_augment = false;  ///< TrivialAugment: one random op per image
+  double random_erasing = 0.0;   ///< probability per image
+  double mixup_alpha = 0.0;      ///< Mixup Beta(alpha, alpha); 0 = off
+  double cutmix_alpha = 0.0;     ///< CutMix Beta(alpha, alpha); 0 = off
+  int64_t workers = 0;           ///< background threads preparing training batches (results do not depend on it)
 };
 
 struct OptimConfig {

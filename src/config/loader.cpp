@@ -21,6 +21,7 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "data/synthetic.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;
@@ -354,12 +355,21 @@ FieldTable make_table(Config& c) {
 
   DataConfig& d = c.data;
   t.text("data.preset", d.preset);
-  t.choice("data.format", d.format, {"idx"});
+  t.choice("data.format", d.format, {"idx", "cifar10", "cifar100", "folder", "synthetic"});
   t.text("data.root", d.root);
   t.text("data.train_images", d.train_images);
   t.text("data.train_labels", d.train_labels);
   t.text("data.test_images", d.test_images);
   t.text("data.test_labels", d.test_labels);
+  t.list("data.train_files", d.train_files, "file names", 0.0);
+  t.list("data.test_files", d.test_files, "file names", 0.0);
+  t.choice("data.label_kind", d.label_kind, {"fine", "coarse"});
+  t.choice("data.on_bad_image", d.on_bad_image, {"error", "skip"});
+  t.number("data.test_holdout", d.test_holdout, 0.0, 0.9, true);
+  t.choice("data.task", d.task, {"texture", "same_different"});
+  t.integer("data.train_size", d.train_size, 1);
+  t.integer("data.test_size", d.test_size, 1);
+  t.integer("data.generator_seed", d.generator_seed, 0);
   t.integer("data.image_size", d.image_size, 1);
   t.integer("data.channels", d.channels, 1);
   t.integer("data.num_classes", d.num_classes, 2);
@@ -371,8 +381,14 @@ FieldTable make_table(Config& c) {
   t.integer("data.subset_seed", d.subset_seed, 0);
   t.number("data.val_fraction", d.val_fraction, 0.0, 0.9);
   t.number("data.test_fraction", d.test_fraction, 0.0, 1.0, true);
+  t.list("data.random_resized_crop", d.random_resized_crop, "numbers", 0.0);
   t.integer("data.crop_padding", d.crop_padding, 0);
   t.boolean("data.hflip", d.hflip);
+  t.boolean("data.trivial_augment", d.trivial_augment);
+  t.number("data.random_erasing", d.random_erasing, 0.0, 1.0);
+  t.number("data.mixup_alpha", d.mixup_alpha, 0.0, 100.0);
+  t.number("data.cutmix_alpha", d.cutmix_alpha, 0.0, 100.0);
+  t.integer("data.workers", d.workers, 0);
 
   OptimConfig& o = c.optim;
   t.choice("optim.name", o.name, {"sgd", "adamw"});
@@ -427,6 +443,26 @@ std::vector<std::string> other_tokenizer_keys(const ModelConfig& m) {
   return {"model.tokenizer_kernel"};
 }
 
+// The data keys of the formats `d.format` is not, likewise.
+std::vector<std::string> other_format_keys(const DataConfig& d) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> by_format = {
+      {"idx", {"train_images", "train_labels", "test_images", "test_labels"}},
+      {"cifar", {"train_files", "test_files"}},
+      {"cifar100", {"label_kind"}},
+      {"folder", {"on_bad_image", "test_holdout"}},
+      {"synthetic", {"task", "train_size", "test_size", "generator_seed"}},
+      {"files", {"root"}},
+  };
+  const bool cifar = d.format == "cifar10" || d.format == "cifar100";
+  std::vector<std::string> out;
+  for (const auto& [group, keys] : by_format) {
+    const bool relevant = group == d.format || (group == "cifar" && cifar) || (group == "files" && d.format != "synthetic");
+    if (!relevant)
+      for (const auto& k : keys) out.push_back("data." + k);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------
 // Cross-field checks (after every key is read).
 
@@ -463,17 +499,35 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
     if (!merged.count(full))
       throw ConfigError(full + ": missing; set data.preset" + preset_hint("data") + " or " + full);
   }
-  for (const char* key : {"root", "train_images", "train_labels", "test_images", "test_labels"}) {
-    const std::string full = std::string("data.") + key;
-    if (!merged.count(full) || merged.at(full).node.Scalar().empty())
-      throw ConfigError(full + ": missing; the idx format needs data.root and the four file names");
+  auto have = [&](const std::string& full) { return merged.count(full) && !merged.at(full).node.Scalar().empty(); };
+  if (d.format == "idx") {
+    for (const char* key : {"root", "train_images", "train_labels", "test_images", "test_labels"})
+      if (!have(std::string("data.") + key))
+        throw ConfigError(std::string("data.") + key + ": missing; the idx format needs data.root and the four file names");
+  } else if (d.format == "synthetic") {
+    k.require(!d.task.empty(), "data.task", "missing; the synthetic format needs a task: texture | same_different");
+    const int64_t classes = synthetic_classes(d.task);
+    k.require(d.num_classes == classes, "data.num_classes",
+              "the synthetic task '" + d.task + "' has " + std::to_string(classes) + " classes, got " +
+                  std::to_string(d.num_classes));
+  } else if (!have("data.root")) {
+    throw ConfigError("data.root: missing; the " + d.format + " format reads its files from a folder");
   }
-  k.require(d.mean.size() == static_cast<size_t>(d.channels), "data.mean",
-            "expected " + std::to_string(d.channels) + " values (one per channel, data.channels), got " +
-                std::to_string(d.mean.size()));
-  k.require(d.std.size() == static_cast<size_t>(d.channels), "data.std",
-            "expected " + std::to_string(d.channels) + " values (one per channel, data.channels), got " +
+  for (const auto& key : other_format_keys(d))
+    k.require(!merged.count(key), key,
+              "does not apply to data.format '" + d.format + "' (" + k.where("data.format") + ")");
+  k.require(d.format != "folder" || d.channels == 1 || d.channels == 3, "data.channels",
+            "image folders are read as greyscale (1) or RGB (3), got " + std::to_string(d.channels));
+  k.require(d.mean.empty() || d.mean.size() == static_cast<size_t>(d.channels), "data.mean",
+            "expected " + std::to_string(d.channels) + " values (one per channel, data.channels) or [] (computed "
+            "from the training subset), got " + std::to_string(d.mean.size()));
+  k.require(d.std.size() == d.mean.size(), "data.std",
+            "expected as many values as data.mean (" + std::to_string(d.mean.size()) + "), got " +
                 std::to_string(d.std.size()));
+  k.require(d.random_resized_crop.empty() ||
+                (d.random_resized_crop.size() == 2 && d.random_resized_crop[0] > 0 &&
+                 d.random_resized_crop[0] <= d.random_resized_crop[1] && d.random_resized_crop[1] <= 1.0),
+            "data.random_resized_crop", "expected [] (off) or [min, max] area shares with 0 < min <= max <= 1");
   k.require(d.class_names.empty() || d.class_names.size() == static_cast<size_t>(d.num_classes),
             "data.class_names",
             "expected " + std::to_string(d.num_classes) + " names (data.num_classes), got " +
@@ -657,7 +711,8 @@ Config load_config_text(const std::string& yaml, const std::string& source_name,
 std::string to_yaml(const Config& config) {
   Config copy = config;
   FieldTable table = make_table(copy);
-  const auto skip = other_tokenizer_keys(copy.model);
+  auto skip = other_tokenizer_keys(copy.model);
+  for (const auto& key : other_format_keys(copy.data)) skip.push_back(key);
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value;
@@ -672,6 +727,25 @@ std::string to_yaml(const Config& config) {
       f.emit(out);
     }
     out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace biaslab
+
+namespace biaslab {
+
+std::string data_preset_yaml(const Config& config, const std::vector<std::string>& keys) {
+  Config copy = config;
+  FieldTable table = make_table(copy);
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const auto& key : keys) {
+    const Field* f = table.find("data." + key);
+    if (!f) throw Error("data_preset_yaml: unknown key data." + key);
+    out << YAML::Key << key << YAML::Value;
+    f->emit(out);
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

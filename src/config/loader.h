@@ -30,6 +30,10 @@ Config load_config_text(const std::string& yaml, const std::string& source_name,
 /// The resolved config as YAML: every key explicit, reloadable with resolve_presets=false.
 std::string to_yaml(const Config& config);
 
+/// Some `data` keys of `config` as a data preset file (keys without the "data."
+/// prefix, e.g. for a dataset written by `biaslab data export`).
+std::string data_preset_yaml(const Config& config, const std::vector<std::string>& keys);
+
 /// BIASLAB_HOME if set, else the source tree biaslab was built from.
 std::filesystem::path home_dir();
 

@@ -5,7 +5,11 @@
 #include <filesystem>
 
 #include "core/errors.h"
+#include "data/cifar.h"
 #include "data/idx.h"
+#include "data/image_folder.h"
+#include "data/synthetic.h"
+#include "data/transforms.h"
 #include "data/subset.h"
 
 namespace biaslab {
@@ -18,9 +22,13 @@ torch::Tensor conform_images(const torch::Tensor& images, int64_t channels, int6
   if (c != channels) {
     if (c == 1 && channels == 3) {
       x = x.expand({-1, 3, -1, -1});
+    } else if (c == 3 && channels == 1) {
+      auto rgb = x.to(torch::kFloat);
+      auto luma = rgb.select(1, 0) * 0.299 + rgb.select(1, 1) * 0.587 + rgb.select(1, 2) * 0.114;
+      x = luma.round_().clamp_(0, 255).to(torch::kUInt8).unsqueeze(1);
     } else {
       throw DataError(source + ": images have " + std::to_string(c) + " channel(s), data.channels is " +
-                      std::to_string(channels) + " (only 1 -> 3 conversion is supported)");
+                      std::to_string(channels) + " (only 1 <-> 3 conversions are supported)");
     }
   }
   const int64_t h = x.size(2), w = x.size(3);
@@ -41,6 +49,17 @@ torch::Tensor conform_images(const torch::Tensor& images, int64_t channels, int6
 
 namespace {
 
+void check_labels(const Split& s, int64_t num_classes, const std::string& source) {
+  const int64_t max_label = s.labels.max().item<int64_t>();
+  if (max_label >= num_classes)
+    throw DataError(source + ": label " + std::to_string(max_label) + " is out of range for data.num_classes = " +
+                    std::to_string(num_classes));
+}
+
+Split take(const Split& s, const torch::Tensor& idx) {
+  return {s.images.index_select(0, idx), s.labels.index_select(0, idx)};
+}
+
 Split read_idx_split(const DataConfig& cfg, const std::string& images_name, const std::string& labels_name) {
   const std::string images_path = (fs::path(cfg.root) / images_name).string();
   const std::string labels_path = (fs::path(cfg.root) / labels_name).string();
@@ -48,35 +67,117 @@ Split read_idx_split(const DataConfig& cfg, const std::string& images_name, cons
   if (s.images.size(0) != s.labels.size(0))
     throw DataError(images_path + " holds " + std::to_string(s.images.size(0)) + " images but " + labels_path +
                     " holds " + std::to_string(s.labels.size(0)) + " labels");
-  const int64_t max_label = s.labels.max().item<int64_t>();
-  if (max_label >= cfg.num_classes)
-    throw DataError(labels_path + ": label " + std::to_string(max_label) + " is out of range for data.num_classes = " +
-                    std::to_string(cfg.num_classes));
+  check_labels(s, cfg.num_classes, labels_path);
   s.images = conform_images(s.images, cfg.channels, cfg.image_size, images_path);
   return s;
 }
 
-Split take(const Split& s, const torch::Tensor& idx) {
-  return {s.images.index_select(0, idx), s.labels.index_select(0, idx)};
+Source read_idx(const DataConfig& cfg) {
+  Source src;
+  src.train = read_idx_split(cfg, cfg.train_images, cfg.train_labels);
+  src.test = read_idx_split(cfg, cfg.test_images, cfg.test_labels);
+  src.train_name = (fs::path(cfg.root) / cfg.train_images).string();
+  return src;
+}
+
+Split read_cifar_split(const DataConfig& cfg, const std::string& split) {
+  const auto& listed = split == "train" ? cfg.train_files : cfg.test_files;
+  const auto names = listed.empty() ? cifar_default_files(cfg.format, split) : listed;
+  std::vector<std::string> paths;
+  for (const auto& n : names) paths.push_back((fs::path(cfg.root) / n).string());
+  Split s = read_cifar(paths, cifar_layout(cfg.format, cfg.label_kind));
+  check_labels(s, cfg.num_classes, paths.size() == 1 ? paths[0] : cfg.root + " (" + split + " files)");
+  s.images = conform_images(s.images, cfg.channels, cfg.image_size, paths[0]);
+  return s;
+}
+
+Source read_folder(const DataConfig& cfg) {
+  FolderReadOptions o;
+  o.channels = cfg.channels;
+  o.image_size = cfg.image_size;
+  o.skip_bad = cfg.on_bad_image == "skip";
+  const fs::path root(cfg.root);
+  Source src;
+  auto read = [&](const fs::path& dir, Split& into) {
+    FolderSplit f = read_image_folder(dir.string(), o);
+    if (src.class_names.empty()) {
+      src.class_names = f.class_names;
+    } else if (f.class_names != src.class_names) {
+      throw DataError(dir.string() + ": class folders differ from " + (root / "train").string() +
+                      "'s; every split needs the same class folders");
+    }
+    src.skipped.insert(src.skipped.end(), f.skipped.begin(), f.skipped.end());
+    into = std::move(f.split);
+  };
+  const bool split_folders = fs::is_directory(root / "train");
+  if (split_folders) {
+    read(root / "train", src.train);
+    src.train_name = (root / "train").string();
+    if (!fs::is_directory(root / "test"))
+      throw DataError(root.string() + ": has train/ but no test/ folder (give both, or neither and let "
+                      "data.test_holdout carve the test split)");
+    read(root / "test", src.test);
+    if (fs::is_directory(root / "val")) read(root / "val", src.val);
+  } else {
+    Split all;
+    read(root, all);
+    src.train_name = root.string();
+    // No test/ folder: a stratified share, drawn once from a stream of its own.
+    SubsetSpec holdout;
+    holdout.val_fraction = cfg.test_holdout;
+    auto sub = stratified_subset(all.labels, int64_t(src.class_names.size()), 0x686f6c646f7574ULL, holdout);
+    if (sub.val.numel() == 0) throw DataError(root.string() + ": too few images to hold out a test split");
+    src.test = take(all, sub.val);
+    src.train = take(all, sub.train);
+  }
+  if (int64_t(src.class_names.size()) != cfg.num_classes)
+    throw DataError(src.train_name + ": " + std::to_string(src.class_names.size()) +
+                    " class folders, but data.num_classes is " + std::to_string(cfg.num_classes));
+  return src;
 }
 
 }  // namespace
 
-Dataset load_dataset(const DataConfig& cfg) {
-  if (cfg.format != "idx") throw DataError("data.format '" + cfg.format + "' is not supported");
+Source read_source(const DataConfig& cfg) {
+  if (cfg.format == "synthetic") {
+    Source src;
+    const auto seed = uint64_t(cfg.generator_seed);
+    src.train = generate_synthetic(cfg.task, "train", cfg.train_size, cfg.channels, cfg.image_size, seed);
+    src.test = generate_synthetic(cfg.task, "test", cfg.test_size, cfg.channels, cfg.image_size, seed);
+    src.class_names = synthetic_class_names(cfg.task);
+    src.train_name = "synthetic task '" + cfg.task + "'";
+    return src;
+  }
   if (!fs::is_directory(cfg.root))
     throw DataError("data.root " + cfg.root + " is not a folder" +
                     (cfg.preset == "fashion_mnist" ? " (install the dataset-fashion-mnist package)" : ""));
+  if (cfg.format == "idx") return read_idx(cfg);
+  if (cfg.format == "cifar10" || cfg.format == "cifar100") {
+    Source src;
+    src.train = read_cifar_split(cfg, "train");
+    src.test = read_cifar_split(cfg, "test");
+    src.train_name = cfg.root;
+    return src;
+  }
+  if (cfg.format == "folder") return read_folder(cfg);
+  throw DataError("data.format '" + cfg.format + "' is not supported");
+}
+
+Dataset load_dataset(const DataConfig& cfg) {
   Dataset ds;
-  Split full_train = read_idx_split(cfg, cfg.train_images, cfg.train_labels);
-  Split full_test = read_idx_split(cfg, cfg.test_images, cfg.test_labels);
+  Source src = read_source(cfg);
+  Split& full_train = src.train;
+  Split& full_test = src.test;
+  if (src.val.size() > 0 && cfg.val_fraction > 0)
+    throw DataError(cfg.root + ": has a val/ folder and data.val_fraction is " + std::to_string(cfg.val_fraction) +
+                    "; use one validation split (set data.val_fraction: 0 to use the folder)");
 
   SubsetSpec spec;
   spec.val_fraction = cfg.val_fraction;
   spec.fraction = cfg.train_fraction;
   spec.per_class = cfg.train_per_class;
   auto sub = stratified_subset(full_train.labels, cfg.num_classes, uint64_t(cfg.subset_seed), spec);
-  const std::string train_file = (fs::path(cfg.root) / cfg.train_images).string();
+  const std::string& train_file = src.train_name;
   if (sub.train.numel() == 0)
     throw DataError(train_file + ": no training images left after holding out data.val_fraction = " +
                     std::to_string(cfg.val_fraction) + " of " + std::to_string(full_train.size()));
@@ -85,6 +186,7 @@ Dataset load_dataset(const DataConfig& cfg) {
                     std::to_string(full_train.size()) + " images rounds to an empty validation split");
   ds.train = take(full_train, sub.train);
   if (sub.val.numel() > 0) ds.val = take(full_train, sub.val);
+  if (src.val.size() > 0) ds.val = src.val;
 
   if (cfg.test_fraction < 1.0) {
     SubsetSpec test_spec;
@@ -94,7 +196,15 @@ Dataset load_dataset(const DataConfig& cfg) {
   } else {
     ds.test = full_test;
   }
-  ds.class_names = cfg.class_names;
+  ds.class_names = cfg.class_names.empty() ? src.class_names : cfg.class_names;
+  ds.skipped = std::move(src.skipped);
+  if (cfg.mean.empty()) {
+    std::tie(ds.mean, ds.std) = channel_stats(ds.train.images);
+    for (auto& s : ds.std) s = std::max(s, 1e-3);  // a constant channel would divide by zero
+  } else {
+    ds.mean = cfg.mean;
+    ds.std = cfg.std;
+  }
   if (ds.class_names.empty())
     for (int64_t c = 0; c < cfg.num_classes; ++c) ds.class_names.push_back(std::to_string(c));
   return ds;

@@ -20,14 +20,30 @@ struct Dataset {
   Split val;   ///< empty unless data.val_fraction > 0
   Split test;
   std::vector<std::string> class_names;
+  std::vector<std::string> skipped;  ///< undecodable images left out (data.on_bad_image: skip)
+  std::vector<double> mean, std;     ///< normalisation: data.mean/std, or computed from `train`
 };
 
-/// Loads the files `cfg` names, converts channels, resizes to cfg.image_size, checks
-/// labels against cfg.num_classes, and draws the stratified val / train / test subsets.
-/// Throws DataError naming the file for anything wrong with the data.
+/// A dataset as stored, before any subset: what the format readers return, with images
+/// already at data.channels and data.image_size.
+struct Source {
+  Split train;
+  Split val;   ///< a folder's val/ split; empty otherwise
+  Split test;
+  std::vector<std::string> class_names;  ///< from the data (folder names, task names); may be empty
+  std::string train_name;                ///< file or folder, for messages
+  std::vector<std::string> skipped;      ///< undecodable images left out (data.on_bad_image: skip)
+};
+
+/// Reads every split of the dataset `cfg` describes (idx, cifar10/100, folder,
+/// synthetic). Throws DataError naming the file for anything wrong with the data.
+Source read_source(const DataConfig& cfg);
+
+/// read_source, then the stratified val / train / test subsets of `cfg`.
 Dataset load_dataset(const DataConfig& cfg);
 
-/// Brings a uint8 (N, C, H, W) tensor to `channels` (1 -> 3 by replication) and to
+/// Brings a uint8 (N, C, H, W) tensor to `channels` (1 -> 3 by replication, 3 -> 1 by
+/// ITU-R 601 luma) and to
 /// size x size (OpenCV area / linear interpolation). `source` names the data in errors.
 torch::Tensor conform_images(const torch::Tensor& images, int64_t channels, int64_t size,
                              const std::string& source);

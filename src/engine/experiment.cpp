@@ -43,18 +43,31 @@ std::string hostname() {
   return buf;
 }
 
-LoaderOptions loader_options(const Config& cfg, int64_t batch, bool train) {
+}  // namespace
+
+LoaderOptions loader_options(const Config& cfg, const Dataset& data, int64_t batch, bool train) {
+  const DataConfig& d = cfg.data;
   LoaderOptions o;
   o.batch_size = batch;
   o.shuffle = train;
   o.drop_last = train;
   o.seed = uint64_t(cfg.runtime.seed);
-  o.crop_padding = train ? cfg.data.crop_padding : 0;
-  o.hflip = train && cfg.data.hflip;
-  o.mean = cfg.data.mean;
-  o.std = cfg.data.std;
+  o.mean = data.mean;
+  o.std = data.std;
+  if (!train) return o;
+  o.resized_crop = d.random_resized_crop;
+  o.crop_padding = d.crop_padding;
+  o.hflip = d.hflip;
+  o.trivial_augment = d.trivial_augment;
+  o.random_erasing = d.random_erasing;
+  o.mixup_alpha = d.mixup_alpha;
+  o.cutmix_alpha = d.cutmix_alpha;
+  o.num_classes = d.num_classes;
+  o.workers = d.workers;
   return o;
 }
+
+namespace {
 
 // First line where two resolved configs differ, for the "different config" message.
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -82,6 +95,7 @@ std::string experiment_identity(const std::string& config_yaml, const fs::path& 
     throw CheckpointError(dir.string() + ": the stored config no longer loads: " + e.what());
   }
   c.data.root.clear();
+  c.data.workers = 0;
   c.runtime.threads = 0;
   c.runtime.device = "auto";
   c.train.log_every = 1;
@@ -141,8 +155,8 @@ json run_training(const Config& cfg, const TrainRequest& req) {
       if (req.require_checkpoint)
         throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
                           first_difference(stored, experiment_identity(config_yaml, dir)) +
-                          "); a run resumes with the config it started with (only data.root, runtime.threads, "
-                          "runtime.device and train.log_every may change)");
+                          "); a run resumes with the config it started with (only data.root, data.workers, "
+                          "runtime.threads, runtime.device and train.log_every may change)");
       throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
                         first_difference(stored, experiment_identity(config_yaml, dir)) +
                         "); pass --force to replace it, or --out to choose another folder");
@@ -199,12 +213,19 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   atomic_write(dir / "meta.json", meta.dump(2) + "\n");
   spdlog::info("data: {} train / {} val / {} test images, {}x{}x{}, {} classes", data.train.size(), data.val.size(),
                data.test.size(), cfg.data.channels, cfg.data.image_size, cfg.data.image_size, cfg.data.num_classes);
+  if (!data.skipped.empty()) {
+    spdlog::warn("data: skipped {} image(s) OpenCV could not decode (data.on_bad_image: skip):", data.skipped.size());
+    for (const auto& f : data.skipped) spdlog::warn("  skipped {}", f);
+    std::string list;
+    for (const auto& f : data.skipped) list += f + "\n";
+    atomic_write(dir / "skipped_images.txt", list);
+  }
   spdlog::info("model: {} ({}), {} parameters", cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset,
                cfg.model.family, params);
 
-  Loader train(data.train, loader_options(cfg, cfg.train.batch_size, true));
-  Loader val(data.val, loader_options(cfg, cfg.train.eval_batch_size, false));
-  Loader test(data.test, loader_options(cfg, cfg.train.eval_batch_size, false));
+  Loader train(data.train, loader_options(cfg, data, cfg.train.batch_size, true));
+  Loader val(data.val, loader_options(cfg, data, cfg.train.eval_batch_size, false));
+  Loader test(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   LrSchedule schedule(cfg.sched, cfg.optim.lr, planned_steps(cfg.train, train.batches_per_epoch()));
   const bool with_ema = ema != nullptr;
 
@@ -289,7 +310,7 @@ EvalReport evaluate_run(const EvalRequest& req) {
   }
   model->to(device);
   Dataset data = load_dataset(cfg.data);
-  Loader test(data.test, loader_options(cfg, cfg.train.eval_batch_size, false));
+  Loader test(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   report.test = evaluate(*model, test, device, cfg.train.precision);
   report.weights_fingerprint = weights_fingerprint(*model);
 

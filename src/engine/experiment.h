@@ -11,9 +11,14 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/loader.h"
 #include "engine/evaluate.h"
 
 namespace biaslab {
+
+/// Loader options for a split of `data`: evaluation loaders only normalise; training
+/// loaders (`train`) shuffle, drop the last short batch, augment and prefetch as configured.
+LoaderOptions loader_options(const Config& cfg, const Dataset& data, int64_t batch, bool train);
 
 struct TrainRequest {
   std::filesystem::path run_dir;  ///< created if missing

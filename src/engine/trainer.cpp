@@ -120,7 +120,15 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
     logits = model_.forward(x);
   }
   logits = logits.to(torch::kFloat);
-  auto loss = F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(cfg_.label_smoothing));
+  torch::Tensor loss;
+  if (b.targets.defined()) {
+    // Mixup/CutMix soft targets, smoothed like hard ones: t (1 - eps) + eps / K.
+    const double eps = cfg_.label_smoothing;
+    auto t = b.targets.to(device_) * (1.0 - eps) + eps / double(logits.size(1));
+    loss = -(t * torch::log_softmax(logits, 1)).sum(1).mean();
+  } else {
+    loss = F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(cfg_.label_smoothing));
+  }
   if (fault::at("nan_loss_at_step", state.step + 1)) loss = loss * std::numeric_limits<double>::quiet_NaN();
   optimizer_.zero_grad();
   if (scaler_) {

@@ -1,0 +1,125 @@
+// biaslab data export -c CONFIG --out DIR [--set k=v]... [--force]: writes the configured
+// dataset (any format, synthetic tasks included) as an image folder with a preset file.
+// biaslab data bench -c CONFIG [--set k=v]... [--batches N] [--repeats R]: loader throughput.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "config/loader.h"
+#include "core/errors.h"
+#include "core/fs.h"
+#include "data/dataset.h"
+#include "data/image_folder.h"
+#include "data/loader.h"
+#include "engine/experiment.h"
+#include "core/runtime.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace biaslab::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+void export_dataset(const Config& cfg, const fs::path& out, bool force) {
+  if (fs::exists(out) && !force)
+    throw ConfigError("--out " + out.string() + " already exists; pass --force to replace it");
+  const Source src = read_source(cfg.data);
+  std::vector<std::string> names = cfg.data.class_names.empty() ? src.class_names : cfg.data.class_names;
+  if (names.empty())
+    for (int64_t c = 0; c < cfg.data.num_classes; ++c) names.push_back(std::to_string(c));
+  // Everything goes to a sibling folder first; the rename makes the export all or nothing.
+  const fs::path tmp = out.string() + ".partial";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  write_image_folder((tmp / "train").string(), src.train, names);
+  write_image_folder((tmp / "test").string(), src.test, names);
+  if (src.val.size() > 0) write_image_folder((tmp / "val").string(), src.val, names);
+
+  Config preset = cfg;
+  preset.data.format = "folder";
+  preset.data.root = fs::absolute(out).lexically_normal().string();
+  preset.data.class_names = names;
+  std::string yaml = "# Written by biaslab data export from " + (cfg.data.preset.empty() ? cfg.name : cfg.data.preset) +
+                     " (" + cfg.data.format + "): use as data: {preset: " + (fs::absolute(out) / "dataset.yaml").string() +
+                     "}\n";
+  yaml += data_preset_yaml(preset, {"format", "root", "image_size", "channels", "num_classes", "mean", "std",
+                                    "class_names"});
+  atomic_write(tmp / "dataset.yaml", yaml);
+  if (fs::exists(out)) fs::remove_all(out);
+  fs::rename(tmp, out);
+  std::cout << fmt::format("wrote {} train / {} test{} images of {} classes to {}\n", src.train.size(), src.test.size(),
+                           src.val.size() > 0 ? fmt::format(" / {} val", src.val.size()) : "", names.size(),
+                           out.string());
+  std::cout << "preset: " << (out / "dataset.yaml").string() << "\n";
+}
+
+// Images per second of `batches` training batches, median and range over `repeats`.
+void bench_loader(const Config& cfg, int64_t batches, int64_t repeats) {
+  const int threads = set_threads(int(cfg.runtime.threads));
+  const Dataset data = load_dataset(cfg.data);
+  struct Variant {
+    std::string name;
+    bool augment;
+    int64_t workers;
+  };
+  std::vector<Variant> variants = {{"normalise only", false, 0}, {"configured augmentation", true, 0}};
+  if (cfg.data.workers > 0) variants.push_back({"configured augmentation, data.workers " + std::to_string(cfg.data.workers), true, cfg.data.workers});
+  std::cout << fmt::format("loader throughput: {} training images, batch {}, {} thread(s), {} batches x {} repeats\n",
+                           data.train.size(), cfg.train.batch_size, threads, batches, repeats);
+  for (const auto& v : variants) {
+    LoaderOptions o = loader_options(cfg, data, cfg.train.batch_size, v.augment);
+    o.shuffle = o.drop_last = true;
+    o.workers = v.workers;
+    Loader loader(data.train, o);
+    const int64_t n = std::min(batches, loader.batches_per_epoch());
+    std::vector<double> rates;
+    for (int64_t r = 0; r <= repeats; ++r) {  // repeat 0 warms up
+      loader.set_epoch(r);
+      const auto t0 = std::chrono::steady_clock::now();
+      int64_t images = 0;
+      for (int64_t i = 0; i < n; ++i) images += loader.batch(i).images.size(0);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) rates.push_back(double(images) / s);
+    }
+    std::sort(rates.begin(), rates.end());
+    std::cout << fmt::format("  {:<44} {:>10.0f} images/s (min {:.0f}, max {:.0f})\n", v.name,
+                             rates[rates.size() / 2], rates.front(), rates.back());
+  }
+}
+
+}  // namespace
+
+void register_data(CLI::App& app) {
+  CLI::App* data = app.add_subcommand("data", "Dataset tools");
+  data->require_subcommand(1);
+  struct Args {
+    std::string config;
+    std::vector<std::string> sets;
+    std::string out;
+    bool force = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* exp = data->add_subcommand(
+      "export", "Write the configured dataset (any format, synthetic tasks too) as an image folder + dataset.yaml");
+  exp->add_option("-c,--config", args->config, "experiment YAML whose data section to export")->required();
+  exp->add_option("--set", args->sets, "override a config value, e.g. --set data.task=texture (repeatable)");
+  exp->add_option("--out", args->out, "folder to create: OUT/train/<NN_class>/<index>.png, OUT/test/...")->required();
+  exp->add_flag("--force", args->force, "replace an existing --out folder");
+  exp->callback([args] { export_dataset(load_config(args->config, args->sets), args->out, args->force); });
+
+  auto bargs = std::make_shared<Args>();
+  auto counts = std::make_shared<std::pair<int64_t, int64_t>>(50, 5);
+  CLI::App* bench = data->add_subcommand("bench", "Loader throughput (images/s) without and with the configured augmentation");
+  bench->add_option("-c,--config", bargs->config, "experiment YAML")->required();
+  bench->add_option("--set", bargs->sets, "override a config value (repeatable)");
+  bench->add_option("--batches", counts->first, "batches per repetition")->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--repeats", counts->second, "timed repetitions (after one warm-up)")->check(CLI::PositiveNumber)->capture_default_str();
+  bench->callback([bargs, counts] { bench_loader(load_config(bargs->config, bargs->sets), counts->first, counts->second); });
+}
+
+}  // namespace biaslab::cli

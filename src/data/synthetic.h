@@ -1,0 +1,29 @@
+#pragma once
+// Synthetic tasks that pull the model families apart, generated deterministically:
+// sample i of a split depends only on (generator_seed, split, i).
+//   texture         4 classes: the orientation (0, 45, 90, 135 degrees) of a noisy
+//                   grating texture seen through random occluding blobs. Local
+//                   statistics decide the class everywhere in the image: a CNN's home
+//                   ground.
+//   same_different  2 classes: two shapes (of 6 kinds, random size and brightness) at
+//                   random positions at least half the image apart; label 1 when they
+//                   are the same kind. Only a relation between distant parts decides the
+//                   class: global attention's home ground.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace biaslab {
+
+/// Classes of a task; 0 for an unknown task.
+int64_t synthetic_classes(const std::string& task);
+std::vector<std::string> synthetic_class_names(const std::string& task);
+const std::vector<std::string>& synthetic_tasks();
+
+/// `n` images of `task` (uint8 (n, channels, size, size)) for split "train" or "test".
+Split generate_synthetic(const std::string& task, const std::string& split, int64_t n, int64_t channels,
+                         int64_t size, uint64_t seed);
+
+}  // namespace biaslab
