@@ -20,68 +20,83 @@ uint64_t mix(uint64_t x) {  // SplitMix64 finaliser
 using Rng = std::mt19937_64;
 double uniform(Rng& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
 
-// Grating of orientation `label` x 45 degrees, random frequency, phase and contrast,
-// with pixel noise, partly hidden by random flat blobs.
+// Small patches of a grating of orientation `label` x 45 degrees (random frequency,
+// phase and contrast) at random places on a background of smoothed isotropic noise,
+// with pixel noise everywhere: only local, oriented texture tells the classes apart.
 cv::Mat texture(int64_t label, int size, Rng& rng) {
-  const double theta = double(label) * M_PI / 4.0 + uniform(rng, -0.12, 0.12);
-  const double freq = uniform(rng, 0.18, 0.32) * 2.0 * M_PI;  // radians per pixel
-  const double phase = uniform(rng, 0.0, 2.0 * M_PI), contrast = uniform(rng, 50.0, 110.0);
-  const double base = uniform(rng, 90.0, 160.0);
-  std::normal_distribution<double> noise(0.0, 18.0);
-  cv::Mat img(size, size, CV_8UC1);
-  const double cx = std::cos(theta), sy = std::sin(theta);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  cv::Mat background(size, size, CV_64FC1);
   for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x) {
-      const double v = base + contrast * std::sin(freq * (x * cx + y * sy) + phase) + noise(rng);
-      img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(v);
-    }
-  const int blobs = int(uniform(rng, 1, 4));
-  for (int b = 0; b < blobs; ++b) {
-    const cv::Point c(int(uniform(rng, 0, size)), int(uniform(rng, 0, size)));
-    const int r = int(uniform(rng, size * 0.08, size * 0.22));
-    cv::circle(img, c, r, cv::Scalar(uniform(rng, 0, 255)), cv::FILLED, cv::LINE_AA);
+    for (int x = 0; x < size; ++x) background.at<double>(y, x) = noise(rng);
+  cv::GaussianBlur(background, background, cv::Size(0, 0), 1.2);
+  const double bg_contrast = uniform(rng, 60.0, 120.0), base = uniform(rng, 100.0, 150.0);
+  cv::Mat img(size, size, CV_8UC1);
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(base + bg_contrast * background.at<double>(y, x));
+  const int patches = int(uniform(rng, 2, 5));
+  for (int p = 0; p < patches; ++p) {
+    const double theta = double(label) * M_PI / 4.0 + uniform(rng, -0.15, 0.15);
+    const double freq = uniform(rng, 0.2, 0.33) * 2.0 * M_PI, phase = uniform(rng, 0.0, 2.0 * M_PI);
+    const double contrast = uniform(rng, 35.0, 70.0), radius = uniform(rng, size * 0.09, size * 0.15);
+    const double cx = uniform(rng, 0, size), cy = uniform(rng, 0, size);
+    const double c = std::cos(theta), sn = std::sin(theta);
+    for (int y = 0; y < size; ++y)
+      for (int x = 0; x < size; ++x) {
+        const double d = std::hypot(x - cx, y - cy);
+        if (d > radius) continue;
+        const double v = base + contrast * std::sin(freq * (x * c + y * sn) + phase);
+        img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(v);
+      }
   }
+  std::normal_distribution<double> pixel(0.0, 12.0);
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(img.at<uint8_t>(y, x) + pixel(rng));
   return img;
 }
 
-// One of 6 shape kinds centred at c with radius r.
-void draw_shape(cv::Mat& img, int kind, cv::Point2d c, double r, double value) {
-  const cv::Scalar color(value);
-  auto poly = [&](const std::vector<cv::Point2d>& unit) {
-    std::vector<cv::Point> pts;
-    for (const auto& p : unit) pts.emplace_back(cvRound(c.x + r * p.x), cvRound(c.y + r * p.y));
-    cv::fillPoly(img, std::vector<std::vector<cv::Point>>{pts}, color, cv::LINE_AA);
-  };
-  const int thick = std::max(1, int(std::lround(r / 3)));
-  switch (kind) {
-    case 0: cv::circle(img, cv::Point(cvRound(c.x), cvRound(c.y)), cvRound(r), color, cv::FILLED, cv::LINE_AA); break;
-    case 1: poly({{-0.8, -0.8}, {0.8, -0.8}, {0.8, 0.8}, {-0.8, 0.8}}); break;                   // square
-    case 2: poly({{0, -1}, {0.87, 0.5}, {-0.87, 0.5}}); break;                                     // triangle
-    case 3: poly({{0, -1}, {1, 0}, {0, 1}, {-1, 0}}); break;                                       // diamond
-    case 4:                                                                                         // cross
-      cv::line(img, cv::Point(cvRound(c.x - r), cvRound(c.y)), cv::Point(cvRound(c.x + r), cvRound(c.y)), color, thick);
-      cv::line(img, cv::Point(cvRound(c.x), cvRound(c.y - r)), cv::Point(cvRound(c.x), cvRound(c.y + r)), color, thick);
-      break;
-    default: cv::circle(img, cv::Point(cvRound(c.x), cvRound(c.y)), cvRound(r * 0.8), color, thick, cv::LINE_AA);  // ring
-  }
+// A random binary glyph of g x g cells, one pixel per cell, each on with probability 1/2
+// (at least two on): SVRT-style same-different (Fleuret et al. 2011; Kim et al. 2018).
+cv::Mat glyph(int g, Rng& rng) {
+  cv::Mat m(g, g, CV_8UC1);
+  do {
+    for (int y = 0; y < g; ++y)
+      for (int x = 0; x < g; ++x) m.at<uint8_t>(y, x) = uniform(rng, 0, 1) < 0.5 ? 1 : 0;
+  } while (cv::countNonZero(m) < 2);
+  return m;
+}
+
+// The glyph cropped to its lit cells: what an observer sees (the cell frame is invisible).
+cv::Mat visible(const cv::Mat& m) { return m(cv::boundingRect(m)).clone(); }
+
+bool looks_same(const cv::Mat& a, const cv::Mat& b) {
+  const cv::Mat va = visible(a), vb = visible(b);
+  return va.size() == vb.size() && cv::countNonZero(va != vb) == 0;
 }
 
 cv::Mat same_different(int64_t label, int size, Rng& rng) {
   cv::Mat img(size, size, CV_8UC1);
   std::normal_distribution<double> noise(0.0, 10.0);
   for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(30.0 + noise(rng));
-  const int first = int(uniform(rng, 0, 6));
-  int second = first;
-  if (label == 0) second = (first + 1 + int(uniform(rng, 0, 5))) % 6;
-  const double margin = size * 0.14;
-  cv::Point2d a, b;
+    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(40.0 + noise(rng));
+  const int g = std::max(3, size / 6);
+  const cv::Mat first = glyph(g, rng);
+  cv::Mat second = first;
+  if (label == 0) {
+    do second = glyph(g, rng);
+    while (looks_same(first, second));
+  }
+  // Top-left corners at least half the image apart.
+  cv::Point a, b;
   do {
-    a = {uniform(rng, margin, size - margin), uniform(rng, margin, size - margin)};
-    b = {uniform(rng, margin, size - margin), uniform(rng, margin, size - margin)};
+    a = {int(uniform(rng, 0, size - g)), int(uniform(rng, 0, size - g))};
+    b = {int(uniform(rng, 0, size - g)), int(uniform(rng, 0, size - g))};
   } while (std::hypot(a.x - b.x, a.y - b.y) < size * 0.5);
-  draw_shape(img, first, a, uniform(rng, size * 0.08, size * 0.13), uniform(rng, 150, 255));
-  draw_shape(img, second, b, uniform(rng, size * 0.08, size * 0.13), uniform(rng, 150, 255));
+  const double va = uniform(rng, 170, 255), vb = uniform(rng, 170, 255);
+  for (int y = 0; y < g; ++y)
+    for (int x = 0; x < g; ++x) {
+      if (first.at<uint8_t>(y, x)) img.at<uint8_t>(a.y + y, a.x + x) = cv::saturate_cast<uint8_t>(va);
+      if (second.at<uint8_t>(y, x)) img.at<uint8_t>(b.y + y, b.x + x) = cv::saturate_cast<uint8_t>(vb);
+    }
   return img;
 }
 

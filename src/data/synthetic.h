@@ -1,14 +1,16 @@
 #pragma once
 // Synthetic tasks that pull the model families apart, generated deterministically:
 // sample i of a split depends only on (generator_seed, split, i).
-//   texture         4 classes: the orientation (0, 45, 90, 135 degrees) of a noisy
-//                   grating texture seen through random occluding blobs. Local
-//                   statistics decide the class everywhere in the image: a CNN's home
-//                   ground.
-//   same_different  2 classes: two shapes (of 6 kinds, random size and brightness) at
-//                   random positions at least half the image apart; label 1 when they
-//                   are the same kind. Only a relation between distant parts decides the
-//                   class: global attention's home ground.
+//   texture         4 classes: the orientation (0, 45, 90, 135 degrees) of a grating
+//                   texture in 2-4 small round patches at random places on smoothed
+//                   isotropic noise. Only local, oriented texture decides the class,
+//                   wherever it is: a CNN's home ground (locality, translation
+//                   equivariance).
+//   same_different  2 classes: two random binary glyphs (size/6 cells a side, new for
+//                   every image, random brightness) at places at least half the image
+//                   apart; label 1 when they are identical (SVRT-style). Only a relation
+//                   between distant parts decides the class, and no glyph can be learnt
+//                   by heart: global attention's home ground.
 #include <cstdint>
 #include <string>
 #include <vector>
