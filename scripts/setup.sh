@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
-# Installs every Debian package biaslab needs (idempotent: only what is missing).
-# Usage: scripts/setup.sh            (run as root, or with sudo available)
+# Installs what biaslab needs (idempotent: only what is missing).
+# Usage: scripts/setup.sh [--torch debian|pip]      (run as root, or with sudo available)
+#   debian (default): Debian's libtorch-dev (LibTorch 1.13, CPU).
+#   pip: additionally PyPI's torch wheel (LibTorch 2.x, a CUDA build that also runs on the
+#        CPU) and the matching torchvision, in a virtual environment at .venv-torch/ (or
+#        $BIASLAB_TORCH_VENV); scripts/build.sh --torch pip builds against it.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+torch=debian
+while (($#)); do
+  case $1 in
+    --torch) torch=${2:-}; shift 2 ;;
+    --torch=*) torch=${1#--torch=}; shift ;;
+    *) echo "setup: unknown argument '$1' (expected --torch debian|pip)" >&2; exit 2 ;;
+  esac
+done
+[[ $torch == debian || $torch == pip ]] || { echo "setup: --torch must be debian or pip, got '$torch'" >&2; exit 2; }
+
+# The PyPI versions biaslab is tested with (torch's CUDA 13 build; runs on CPU-only machines).
+TORCH_PIP_VERSION=${TORCH_PIP_VERSION:-2.15.0}
+TORCHVISION_PIP_VERSION=${TORCHVISION_PIP_VERSION:-0.29.2}
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -11,6 +30,7 @@ packages=(
   dataset-fashion-mnist
   python3 python3-torch python3-torchvision
 )
+if [[ $torch == pip ]]; then packages+=(python3-venv python3-pip); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,13 +41,28 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#packages[@]} packages already installed"
-  exit 0
+else
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [[ $torch == pip ]]; then
+  venv=${BIASLAB_TORCH_VENV:-$PWD/.venv-torch}
+  want="$TORCH_PIP_VERSION $TORCHVISION_PIP_VERSION"
+  have=$("$venv/bin/python" -c 'import torch, torchvision; print(torch.__version__.split("+")[0], torchvision.__version__.split("+")[0])' 2>/dev/null || true)
+  if [[ $have == "$want" ]]; then
+    echo "setup: torch $TORCH_PIP_VERSION and torchvision $TORCHVISION_PIP_VERSION already in $venv"
+  else
+    echo "setup: installing torch==$TORCH_PIP_VERSION torchvision==$TORCHVISION_PIP_VERSION from PyPI into $venv"
+    start=$SECONDS
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
+      "torch==$TORCH_PIP_VERSION" "torchvision==$TORCHVISION_PIP_VERSION"
+    echo "setup: pip install took $((SECONDS - start)) s"
+  fi
+fi
 echo "setup: done"

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/torch_compat.h"
 #include "layers/attention.h"
 #include "layers/init.h"
 #include "layers/mlp.h"
@@ -152,4 +153,31 @@ TEST(Attention, GpsaGateOfZeroIsPlainAttention) {
   test::copy_shared_parameters(*gpsa, *plain);
   auto x = torch::randn({2, 9, 8});
   EXPECT_TRUE(torch::allclose(gpsa(x), plain(x), 1e-6, 1e-6));
+}
+
+TEST(Attention, FusedAndManualPathsAgree) {
+  if (!compat::has_fused_attention())
+    GTEST_SKIP() << "LibTorch " << compat::torch_version() << " has no fused attention (2.0+); only the manual path exists";
+  torch::manual_seed(8);
+  // Global, local window, relative bias, window + relative; with a class token.
+  for (const auto& o : {AttentionOptions(16, 4), AttentionOptions(16, 4).window(3).grid(4).prefix_tokens(1),
+                        AttentionOptions(16, 4).relative_position(true).grid(4).prefix_tokens(1),
+                        AttentionOptions(16, 4).relative_position(true).window(3).grid(4).prefix_tokens(1)}) {
+    Attention fused(AttentionOptions(o).fused(true)), manual(AttentionOptions(o).fused(false));
+    test::copy_shared_parameters(*fused, *manual);
+    auto x = torch::randn({3, 17, 16});
+    EXPECT_TRUE(torch::allclose(fused(x), manual(x), 1e-5, 1e-5)) << "window " << o.window() << " relative "
+                                                                   << o.relative_position();
+  }
+}
+
+TEST(Attention, RunsOnTheGpu_CUDA) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
+  torch::manual_seed(9);
+  Attention cpu(AttentionOptions(16, 4).window(3).grid(4).prefix_tokens(1));
+  Attention gpu(AttentionOptions(16, 4).window(3).grid(4).prefix_tokens(1));
+  test::copy_shared_parameters(*cpu, *gpu);
+  gpu->to(torch::kCUDA);
+  auto x = torch::randn({2, 17, 16});
+  EXPECT_TRUE(torch::allclose(gpu(x.to(torch::kCUDA)).cpu(), cpu(x), 1e-4, 1e-4));
 }

@@ -3,6 +3,8 @@
 
 #include "config/loader.h"
 #include "core/flop_counter.h"
+#include "core/torch_compat.h"
+#include "layers/attention.h"
 #include "models/registry.h"
 #include "models/resnet.h"
 #include "models/summary.h"
@@ -82,10 +84,13 @@ int64_t gradient_support(const std::function<torch::Tensor(const torch::Tensor&)
                          int64_t side) {
   torch::manual_seed(0);
   auto total = torch::zeros({side, side});
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 6; ++i) {
     auto x = torch::randn({1, channels, side, side}, torch::requires_grad());
     auto y = trunk(x);  // (1, C, h, w)
-    y.select(2, y.size(2) / 2).select(2, y.size(3) / 2).sum().backward();
+    // A random mix of the centre unit's channels: a plain sum would have an exactly zero
+    // gradient behind a LayerNorm (its outputs always sum to a constant).
+    auto centre = y.select(2, y.size(2) / 2).select(2, y.size(3) / 2);
+    (centre * torch::randn_like(centre)).sum().backward();
     total += x.grad()[0].abs().sum(0);
   }
   auto rows = (total.sum(1) > 0).nonzero(), cols = (total.sum(0) > 0).nonzero();
@@ -110,7 +115,7 @@ TEST(Summary, ReceptiveFieldOfStackedConvsIsOnePlusTwoLByGradients) {
 
 TEST(Summary, TheoreticalReceptiveFieldMatchesGradientsWithStridesAndBottlenecks) {
   for (const auto& opts : {ResNetOptions(0).global_pool(false).in_chans(1).layers({1, 1}).widths({4, 4}),
-                           ResNetOptions(0).global_pool(false).in_chans(1).block("bottleneck").layers({1, 2}).widths({2, 2}),
+                           ResNetOptions(0).global_pool(false).in_chans(1).block("bottleneck").layers({1, 2}).widths({8, 8}),
                            ResNetOptions(0).global_pool(false).in_chans(1).stem("imagenet").layers({1, 1}).widths({4, 4})}) {
     ResNetImpl r(opts);
     r.eval();
@@ -134,4 +139,20 @@ TEST(Summary, LocalWindowViTGrowsItsFieldLikeAConvolution) {
   EXPECT_EQ(gradient_support(centre_token, 1, 24), 10);
   ViTImpl global(ViTOptions(24, 2, 3).in_chans(1).embed_dim(8).depth(1).num_heads(2).pool("gap"));
   EXPECT_EQ(summarize(global, 1, 24).stages[1].receptive_field, StageSummary::kGlobal);
+}
+
+TEST(FlopCounter, FusedAndManualAttentionCountTheSame) {
+  if (!compat::has_fused_attention()) GTEST_SKIP() << "LibTorch " << compat::torch_version() << " has no fused attention";
+  torch::NoGradGuard g;
+  Attention fused(AttentionOptions(16, 4).fused(true)), manual(AttentionOptions(16, 4).fused(false));
+  auto x = torch::randn({2, 9, 16});
+  int64_t macs[2];
+  for (int i = 0; i < 2; ++i) {
+    FlopCounter c;
+    (i == 0 ? fused : manual)(x);
+    macs[i] = c.macs();
+  }
+  // qkv and proj linears, then q k^T and weights x v: 2 * 9 * (16*48 + 16*16) + 2 * (2*4*9*9*4).
+  EXPECT_EQ(macs[1], 2 * 9 * (16 * 48 + 16 * 16) + 2 * (2 * 4 * 9 * 9 * 4));
+  EXPECT_EQ(macs[0], macs[1]);
 }

@@ -13,7 +13,8 @@ thread_local int t_depth = 0;  // nesting inside counted ops
 thread_local bool t_active = false;
 
 const char* const kCounted[] = {"aten::convolution", "aten::conv2d", "aten::linear", "aten::matmul", "aten::mm",
-                                "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::_convolution"};
+                                "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::_convolution",
+                                "aten::scaled_dot_product_attention"};
 
 bool counted(const at::RecordFunction& fn) {
   const char* name = fn.name();
@@ -22,35 +23,49 @@ bool counted(const at::RecordFunction& fn) {
   return false;
 }
 
-// MACs of one op from its inputs and output: output elements x reduction length.
-int64_t op_macs(const at::RecordFunction& fn) {
+// The reduction length of an op (MACs per output element), from its inputs. Inputs are
+// only valid in the start callback (LibTorch 2.x), outputs only in the end callback, so
+// the start callback hands this to the end callback through an ObserverContext.
+struct Reduction : at::ObserverContext {
+  explicit Reduction(int64_t k) : k(k) {}
+  int64_t k;
+};
+
+int64_t reduction_length(const at::RecordFunction& fn) {
   const auto inputs = fn.inputs();
-  const auto& outputs = fn.outputs();
-  if (outputs.empty() || !outputs[0].isTensor() || inputs.size() < 2) return 0;
-  const auto out = outputs[0].toTensor();
-  const std::string name = fn.name();
+  if (inputs.size() < 2) return 0;
   auto tensor = [&](size_t i) { return inputs[i].isTensor() ? inputs[i].toTensor() : at::Tensor(); };
+  const std::string name = fn.name();
   if (name == "aten::convolution" || name == "aten::conv2d" || name == "aten::_convolution") {
     const auto w = tensor(1);  // (out, in / groups, k...)
-    return w.defined() ? out.numel() * (w.numel() / w.size(0)) : 0;
+    return w.defined() && w.dim() > 0 && w.size(0) > 0 ? w.numel() / w.size(0) : 0;
   }
   if (name == "aten::linear") {
     const auto w = tensor(1);  // (out, in)
-    return w.defined() ? out.numel() * w.size(-1) : 0;
+    return w.defined() && w.dim() > 0 ? w.size(-1) : 0;
   }
-  // Products: the reduction length is the last dimension of the first matrix factor.
+  if (name == "aten::scaled_dot_product_attention") {
+    // q k^T and then the weights times v: 2 x (key count) MACs per output element.
+    const auto k = tensor(1);  // (..., M, D)
+    return k.defined() && k.dim() >= 2 ? 2 * k.size(-2) : 0;
+  }
+  // Products: the last dimension of the first matrix factor.
   const auto a = tensor(name == "aten::addmm" || name == "aten::baddbmm" ? 1 : 0);
-  return a.defined() && a.dim() > 0 ? out.numel() * a.size(-1) : 0;
+  return a.defined() && a.dim() > 0 ? a.size(-1) : 0;
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  if (t_active && counted(fn)) ++t_depth;
-  return nullptr;
+  if (!t_active || !counted(fn)) return nullptr;
+  // Only the outermost counted op counts (aten::linear, not the addmm it calls).
+  return ++t_depth == 1 ? std::make_unique<Reduction>(reduction_length(fn)) : nullptr;
 }
 
-void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   if (!t_active || !counted(fn)) return;
-  if (--t_depth == 0) t_macs += op_macs(fn);
+  --t_depth;
+  if (!ctx) return;
+  const auto& outputs = fn.outputs();
+  if (!outputs.empty() && outputs[0].isTensor()) t_macs += outputs[0].toTensor().numel() * static_cast<Reduction*>(ctx)->k;
 }
 
 }  // namespace

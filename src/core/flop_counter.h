@@ -1,8 +1,9 @@
 #pragma once
 // Counts the multiply-accumulates of the ops run on this thread while a FlopCounter is
 // alive, from the operator dispatcher's RecordFunction hooks (no model changes needed).
-// Counted: convolutions, linear layers and matrix products (mm, bmm, matmul, addmm,
-// baddbmm, einsum-free paths), each at the outermost level only, so aten::linear is not
+// Counted: convolutions, linear layers, matrix products (mm, bmm, matmul, addmm, baddbmm)
+// and fused attention (scaled_dot_product_attention, LibTorch 2.x), each at the
+// outermost level only, so aten::linear is not
 // counted again as the addmm it calls. Not counted: elementwise ops, norms, softmax,
 // pooling -- the convention of fvcore and torchvision's "GFLOPS" column (which are MACs).
 // FLOPs = 2 x MACs.

@@ -46,4 +46,9 @@ c10::Device select_device(const std::string& spec, const std::string& key) {
   throw ConfigError(key + ": '" + spec + "' is not a device; expected auto, cpu, cuda or cuda:N");
 }
 
+at::Tensor to_device(const at::Tensor& host, const c10::Device& device) {
+  if (device.is_cpu()) return host.device().is_cpu() ? host : host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 }  // namespace biaslab

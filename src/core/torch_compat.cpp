@@ -1,5 +1,6 @@
 #include "core/torch_compat.h"
 
+#include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
@@ -28,5 +29,18 @@ bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype) {
 }
 
 void clear_autocast_cache() { at::autocast::clear_cache(); }
+
+bool has_fused_attention() { return TORCH_VERSION_MAJOR >= 2; }
+
+at::Tensor fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                           double dropout_p) {
+#if TORCH_VERSION_MAJOR >= 2
+  c10::optional<at::Tensor> m;
+  if (mask.defined()) m = mask.scalar_type() == at::kBool ? mask : mask.to(q.scalar_type());
+  return at::scaled_dot_product_attention(q, k, v, m, dropout_p, /*is_causal=*/false);
+#else
+  TORCH_CHECK(false, "fused attention needs LibTorch 2.0 or later (this is ", TORCH_VERSION, ")");
+#endif
+}
 
 }  // namespace biaslab::compat

@@ -1,5 +1,6 @@
 #pragma once
 // The one place that knows about LibTorch version differences (1.13 vs 2.x).
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
@@ -15,5 +16,14 @@ bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype);
 
 /// Drops autocast's cache of casted weights (they change after every optimizer step).
 void clear_autocast_cache();
+
+/// Whether this LibTorch has the fused scaled_dot_product_attention kernels (2.0+).
+bool has_fused_attention();
+
+/// softmax(q k^T / sqrt(d) + mask) v by the fused kernels; q, k, v (B, H, N, D); `mask`
+/// undefined, bool (true = may attend) or additive float, broadcastable to (B, H, N, N).
+/// Only where has_fused_attention(); throws otherwise.
+at::Tensor fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                           double dropout_p);
 
 }  // namespace biaslab::compat

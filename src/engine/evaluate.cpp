@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "core/runtime.h"
 #include "engine/precision.h"
 
 namespace biaslab {
@@ -16,7 +17,7 @@ EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, cons
   loader.set_epoch(0);
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
     Batch b = loader.batch(i);
-    auto x = b.images.to(device), y = b.labels.to(device);
+    auto x = to_device(b.images, device), y = to_device(b.labels, device);
     torch::Tensor logits;
     {
       AutocastScope autocast(precision, device);

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/logging.h"
+#include "core/runtime.h"
 #include "core/signals.h"
 #include "engine/evaluate.h"
 #include "engine/optimizer.h"
@@ -108,7 +109,7 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   set_learning_rate(optimizer_, lr);
   state.last_lr = lr;
   Batch b = train_.batch(batch_index);
-  auto x = b.images.to(device_), y = b.labels.to(device_);
+  auto x = to_device(b.images, device_), y = to_device(b.labels, device_);
   // Under the skip policy a skipped step must leave no trace, including the running
   // statistics the forward pass updates (BatchNorm): keep a copy to restore.
   std::vector<torch::Tensor> buffers_before;
@@ -124,7 +125,7 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   if (b.targets.defined()) {
     // Mixup/CutMix soft targets, smoothed like hard ones: t (1 - eps) + eps / K.
     const double eps = cfg_.label_smoothing;
-    auto t = b.targets.to(device_) * (1.0 - eps) + eps / double(logits.size(1));
+    auto t = to_device(b.targets, device_) * (1.0 - eps) + eps / double(logits.size(1));
     loss = -(t * torch::log_softmax(logits, 1)).sum(1).mean();
   } else {
     loss = F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(cfg_.label_smoothing));

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "core/torch_compat.h"
 #include "layers/init.h"
 
 #include <cmath>
@@ -110,14 +111,25 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   // (B, N, 3C) -> (B, N, 3, H, D) -> (3, B, H, N, D)
   auto qkv_ = qkv(x).view({b, n, 3, h, d}).permute({2, 0, 3, 1, 4});
   auto q = qkv_[0], k = qkv_[1], v = qkv_[2];
-  // Scale q before the product: the score variance stays ~1 and N x N work is saved.
-  auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
-  if (relative_position_bias_table.defined()) attn = attn + relative_bias(n, x.device()).to(attn.scalar_type());
   if (mask_.defined()) {
     TORCH_CHECK(mask_.size(0) == n, "Attention: local window built for ", mask_.size(0), " tokens, got ", n);
     if (mask_.device() != x.device()) mask_ = mask_.to(x.device());
-    attn = attn.masked_fill(mask_.logical_not(), -std::numeric_limits<float>::infinity());
   }
+  if (options.fused() && !keep_attn_ && !options.gated_positional() && compat::has_fused_attention()) {
+    torch::Tensor mask;  // bool (may attend) or additive float
+    if (relative_position_bias_table.defined()) {
+      mask = relative_bias(n, x.device());
+      if (mask_.defined()) mask = mask.masked_fill(mask_.logical_not(), -std::numeric_limits<float>::infinity());
+    } else if (mask_.defined()) {
+      mask = mask_;
+    }
+    auto out = compat::fused_attention(q, k, v, mask, is_training() ? options.attn_drop() : 0.0);  // (B, H, N, D)
+    return proj_drop(proj(out.transpose(1, 2).reshape({b, n, c})));
+  }
+  // Scale q before the product: the score variance stays ~1 and N x N work is saved.
+  auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
+  if (relative_position_bias_table.defined()) attn = attn + relative_bias(n, x.device()).to(attn.scalar_type());
+  if (mask_.defined()) attn = attn.masked_fill(mask_.logical_not(), -std::numeric_limits<float>::infinity());
   attn = attn.softmax(-1);
   if (options.gated_positional()) {
     auto gate = torch::sigmoid(gating_param).view({1, h, 1, 1});
