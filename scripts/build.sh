@@ -9,7 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 torch=debian
-if [[ ${1:-} == --torch ]]; then torch=${2:-}; shift 2; elif [[ ${1:-} == --torch=* ]]; then torch=${1#--torch=}; shift; fi
+if [[ ${1:-} == --torch ]]; then
+  (($# >= 2)) || { echo "$(basename "$0"): --torch needs a value: debian or pip" >&2; exit 2; }
+  torch=$2; shift 2
+elif [[ ${1:-} == --torch=* ]]; then torch=${1#--torch=}; shift; fi
 args=()
 case $torch in
   debian) BUILD_DIR=${BUILD_DIR:-build} ;;

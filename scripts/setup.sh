@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 torch=debian
 while (($#)); do
   case $1 in
-    --torch) torch=${2:-}; shift 2 ;;
+    --torch)
+      (($# >= 2)) || { echo "setup: --torch needs a value: debian or pip" >&2; exit 2; }
+      torch=$2; shift 2 ;;
     --torch=*) torch=${1#--torch=}; shift ;;
     *) echo "setup: unknown argument '$1' (expected --torch debian|pip)" >&2; exit 2 ;;
   esac

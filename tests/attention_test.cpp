@@ -166,8 +166,17 @@ TEST(Attention, FusedAndManualPathsAgree) {
     Attention fused(AttentionOptions(o).fused(true)), manual(AttentionOptions(o).fused(false));
     test::copy_shared_parameters(*fused, *manual);
     auto x = torch::randn({3, 17, 16});
-    EXPECT_TRUE(torch::allclose(fused(x), manual(x), 1e-5, 1e-5)) << "window " << o.window() << " relative "
-                                                                   << o.relative_position();
+    auto yf = fused(x), ym = manual(x);
+    EXPECT_TRUE(torch::allclose(yf, ym, 1e-5, 1e-5)) << "window " << o.window() << " relative " << o.relative_position();
+    // Gradients too, including the relative-position table that reaches the kernel as a mask.
+    auto w = torch::randn_like(yf);
+    (yf * w).sum().backward();
+    (ym * w).sum().backward();
+    auto gm = manual->named_parameters();
+    for (const auto& p : fused->named_parameters()) {
+      ASSERT_TRUE(p.value().grad().defined()) << p.key();
+      EXPECT_TRUE(torch::allclose(p.value().grad(), gm[p.key()].grad(), 1e-4, 1e-5)) << p.key();
+    }
   }
 }
 

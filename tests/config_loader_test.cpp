@@ -211,6 +211,12 @@ TEST(ConfigErrors, HybridTokenizerKeysAndFeatureMapDivisibility) {
   std::string msg = error_of("model:\n  preset: cct_lite\n  layers: [1, 1]\ndata: {preset: fashion_mnist}\n");
   EXPECT_NE(msg.find("model.layers"), std::string::npos) << msg;
   EXPECT_NE(msg.find("applies to the resnet tokenizer, but model.tokenizer is 'conv'"), std::string::npos) << msg;
+  EXPECT_NE(error_of("model: {preset: cct_lite}\ndata: {preset: fashion_mnist}\n", {"model.tokenizer_kernel=4"})
+                .find("expected an odd kernel size"),
+            std::string::npos);
+  EXPECT_NE(error_of("model: {preset: cct_lite}\ndata: {preset: fashion_mnist}\n", {"model.widths=[]"})
+                .find("the conv tokenizer needs at least one layer"),
+            std::string::npos);
   msg = error_of("model: {preset: vit_hybrid_lite}\ndata: {preset: fashion_mnist}\n", {"model.tokenizer_kernel=5"});
   EXPECT_NE(msg.find("model.tokenizer_kernel: applies to the conv tokenizer"), std::string::npos) << msg;
   // The patch size must divide the CNN's feature map (28 -> 14 -> 7 for two halvings).
@@ -249,6 +255,8 @@ TEST(ConfigErrors, DataFormatKeys) {
   EXPECT_NE(error_of(synth, {"data.num_classes=3"}).find("the synthetic task 'texture' has 4 classes"),
             std::string::npos);
   EXPECT_NE(error_of(synth, {"data.task=shapes"}).find("expected one of: texture, same_different"), std::string::npos);
+  EXPECT_NE(error_of(synth, {"data.image_size=6"}).find("synthetic tasks need images of at least 12 px"),
+            std::string::npos);
   // A key of another format names the format and where it was set.
   std::string msg = error_of(kResnet, {"data.task=texture"});
   EXPECT_NE(msg.find("data.task: does not apply to data.format 'idx'"), std::string::npos) << msg;

@@ -81,6 +81,9 @@ TEST(Dataset, LabelOutOfRangeAndCountMismatch) {
   EXPECT_NE(data_error(c).find("label 5 is out of range for data.num_classes = 2"), std::string::npos);
   write_idx_labels((dir / "train-lbl.gz").string(), torch::tensor({0, 1}, torch::kLong));
   EXPECT_NE(data_error(c).find("holds 6 images but"), std::string::npos);
+  write_idx_images((dir / "train-img.gz").string(), torch::zeros({0, 1, 4, 4}, torch::kUInt8));
+  write_idx_labels((dir / "train-lbl.gz").string(), torch::zeros({0}, torch::kLong));
+  EXPECT_NE(data_error(c).find("train-img.gz: implausible image count 0"), std::string::npos) << data_error(c);
   c.root = (dir / "nope").string();
   EXPECT_NE(data_error(c).find("is not a folder"), std::string::npos);
 }

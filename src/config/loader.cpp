@@ -507,6 +507,9 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
   } else if (d.format == "synthetic") {
     k.require(!d.task.empty(), "data.task", "missing; the synthetic format needs a task: texture | same_different");
     const int64_t classes = synthetic_classes(d.task);
+    k.require(d.image_size >= kMinSyntheticSize, "data.image_size",
+              "synthetic tasks need images of at least " + std::to_string(kMinSyntheticSize) + " px, got " +
+                  std::to_string(d.image_size));
     k.require(d.num_classes == classes, "data.num_classes",
               "the synthetic task '" + d.task + "' has " + std::to_string(classes) + " classes, got " +
                   std::to_string(d.num_classes));
@@ -539,6 +542,11 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
     k.require(m.layers.size() == m.widths.size(), "model.widths",
               "expected one width per stage: model.layers has " + std::to_string(m.layers.size()) +
                   " stages, model.widths has " + std::to_string(m.widths.size()) + " values");
+  }
+  if (m.family == "hybrid" && m.tokenizer == "conv") {
+    k.require(!m.widths.empty(), "model.widths", "the conv tokenizer needs at least one layer (one width per layer)");
+    k.require(m.tokenizer_kernel % 2 == 1, "model.tokenizer_kernel",
+              "expected an odd kernel size (padding keeps the size), got " + std::to_string(m.tokenizer_kernel));
   }
   for (const auto& key : other_tokenizer_keys(m))
     k.require(!merged.count(key), key,

@@ -59,6 +59,7 @@ void write_cifar(const std::string& path, const Split& split, const CifarLayout&
   }
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(raw.data_ptr<uint8_t>()), raw.numel());
+  out.close();
   if (!out) throw DataError(path + ": write failed");
 }
 

@@ -50,6 +50,9 @@ torch::Tensor conform_images(const torch::Tensor& images, int64_t channels, int6
 namespace {
 
 void check_labels(const Split& s, int64_t num_classes, const std::string& source) {
+  if (s.size() == 0) throw DataError(source + ": holds no samples");
+  const int64_t min_label = s.labels.min().item<int64_t>();
+  if (min_label < 0) throw DataError(source + ": negative label " + std::to_string(min_label));
   const int64_t max_label = s.labels.max().item<int64_t>();
   if (max_label >= num_classes)
     throw DataError(source + ": label " + std::to_string(max_label) + " is out of range for data.num_classes = " +

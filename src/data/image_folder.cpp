@@ -29,25 +29,25 @@ std::string zero_pad(int64_t v, int width) {
   return std::string(size_t(std::max<int>(0, width - int(s.size()))), '0') + s;
 }
 
-// Decodes `path` to a size x size image with `channels` channels into `out` (C, H, W).
+// Decodes `path` to a size x size image with `channels` channels into `out` (C, H, W);
+// false for anything OpenCV cannot decode or convert.
 bool decode(const std::string& path, const FolderReadOptions& o, torch::Tensor out) {
-  cv::Mat img;
   try {
-    img = cv::imread(path, o.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    cv::Mat img = cv::imread(path, o.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    if (img.empty()) return false;
+    if (o.channels == 3) cv::cvtColor(img, img, cv::COLOR_BGR2RGB);
+    if (img.rows != o.image_size || img.cols != o.image_size) {
+      const int interp = (o.image_size < img.rows || o.image_size < img.cols) ? cv::INTER_AREA : cv::INTER_LINEAR;
+      cv::resize(img, img, cv::Size(int(o.image_size), int(o.image_size)), 0, 0, interp);
+    }
+    if (!img.isContinuous()) img = img.clone();
+    // HWC -> CHW
+    auto hwc = torch::from_blob(img.data, {o.image_size, o.image_size, o.channels}, torch::kUInt8);
+    out.copy_(hwc.permute({2, 0, 1}));
+    return true;
   } catch (const cv::Exception&) {
     return false;
   }
-  if (img.empty()) return false;
-  if (o.channels == 3) cv::cvtColor(img, img, cv::COLOR_BGR2RGB);
-  if (img.rows != o.image_size || img.cols != o.image_size) {
-    const int interp = (o.image_size < img.rows || o.image_size < img.cols) ? cv::INTER_AREA : cv::INTER_LINEAR;
-    cv::resize(img, img, cv::Size(int(o.image_size), int(o.image_size)), 0, 0, interp);
-  }
-  if (!img.isContinuous()) img = img.clone();
-  // HWC -> CHW
-  auto hwc = torch::from_blob(img.data, {o.image_size, o.image_size, o.channels}, torch::kUInt8);
-  out.copy_(hwc.permute({2, 0, 1}));
-  return true;
 }
 
 }  // namespace

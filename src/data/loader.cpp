@@ -108,8 +108,9 @@ Batch Loader::batch(int64_t i) {
   Batch b;
   auto it = prefetch_->ready.find(i);
   if (it != prefetch_->ready.end()) {
-    b = it->second.get();
-    prefetch_->ready.erase(it);
+    auto promised = std::move(it->second);
+    prefetch_->ready.erase(it);  // before get(): a job that threw must not stay behind
+    b = promised.get();
   } else {
     b = make_batch(order_, epoch_, i);
   }

@@ -122,6 +122,7 @@ Split generate_synthetic(const std::string& task, const std::string& split, int6
                          uint64_t seed) {
   const int64_t classes = synthetic_classes(task);
   TORCH_CHECK(classes > 0, "unknown synthetic task '", task, "'");
+  TORCH_CHECK(size >= kMinSyntheticSize, "synthetic images need a side of at least ", kMinSyntheticSize, ", got ", size);
   auto images = torch::empty({n, channels, size, size}, torch::kUInt8);
   auto labels = torch::empty({n}, torch::kLong);
   auto* label_ptr = labels.data_ptr<int64_t>();

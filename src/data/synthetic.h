@@ -19,6 +19,9 @@
 
 namespace biaslab {
 
+/// Smallest image side the tasks are defined for (two glyphs half the image apart).
+constexpr int64_t kMinSyntheticSize = 12;
+
 /// Classes of a task; 0 for an unknown task.
 int64_t synthetic_classes(const std::string& task);
 std::vector<std::string> synthetic_class_names(const std::string& task);

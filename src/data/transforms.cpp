@@ -56,10 +56,21 @@ torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<double
 }
 
 std::pair<std::vector<double>, std::vector<double>> channel_stats(const torch::Tensor& images_u8) {
-  auto x = images_u8.to(torch::kDouble).div_(255.0).transpose(0, 1).reshape({images_u8.size(1), -1});
-  auto mean = x.mean(1), std = x.std(1, /*unbiased=*/false);
-  std::vector<double> m(mean.data_ptr<double>(), mean.data_ptr<double>() + mean.numel());
-  std::vector<double> s(std.data_ptr<double>(), std.data_ptr<double>() + std.numel());
+  // Sums of x and x^2 per channel in chunks of images: memory stays small for any dataset.
+  const int64_t n = images_u8.size(0), c = images_u8.size(1);
+  auto sum = torch::zeros({c}, torch::kDouble), sq = torch::zeros({c}, torch::kDouble);
+  for (int64_t start = 0; start < n; start += 1024) {
+    auto x = images_u8.narrow(0, start, std::min<int64_t>(1024, n - start)).to(torch::kDouble);
+    sum += x.sum({0, 2, 3});
+    sq += x.pow(2).sum({0, 2, 3});
+  }
+  const double count = double(n) * double(images_u8.size(2) * images_u8.size(3));
+  std::vector<double> m(static_cast<size_t>(c)), s(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    const double mean = sum[i].item<double>() / count;
+    m[size_t(i)] = mean / 255.0;
+    s[size_t(i)] = std::sqrt(std::max(0.0, sq[i].item<double>() / count - mean * mean)) / 255.0;
+  }
   return {m, s};
 }
 
@@ -109,7 +120,7 @@ torch::Tensor trivial_augment(const torch::Tensor& images, at::Generator& gen) {
   auto op = ops.accessor<int64_t, 1>();
   auto mag = mags.accessor<double, 1>();
   auto sign = signs.accessor<int64_t, 1>();
-  auto x = images.to(torch::kFloat);
+  auto x = images.to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true);  // edited in place below
   auto theta = torch::zeros({b, 2, 3}, torch::kDouble);
   auto t = theta.accessor<double, 3>();
   bool geometric = false;
@@ -130,7 +141,7 @@ torch::Tensor trivial_augment(const torch::Tensor& images, at::Generator& gen) {
         break;
       }
       case kPosterize: {
-        const double step = std::pow(2.0, std::floor(6.0 * m));  // keep 8 .. 2 bits
+        const double step = std::pow(2.0, std::floor(7.0 * m));  // keep 8 .. 2 bits
         xi.div_(step).floor_().mul_(step);
         break;
       }
