@@ -11,20 +11,10 @@
 #include <mutex>
 #include <thread>
 
+#include "core/seed_mix.h"
 #include "data/transforms.h"
 
 namespace biaslab {
-namespace {
-
-// SplitMix64 finaliser: decorrelates nearby (seed, epoch, batch) triples.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 // A few persistent threads running batch jobs, and the batches they promised.
 struct Loader::Prefetch {
@@ -95,7 +85,7 @@ void Loader::set_epoch(int64_t epoch) {
   }
   epoch_ = epoch;
   if (opt_.shuffle) {
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(opt_.seed ^ mix(uint64_t(epoch))));
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(mix_seed(opt_.seed ^ mix_seed(uint64_t(epoch))));
     order_ = torch::randperm(size(), gen, torch::kLong);
   } else {
     order_ = torch::arange(size(), torch::kLong);
@@ -142,7 +132,7 @@ Batch Loader::make_batch(const torch::Tensor& order, int64_t epoch, int64_t i) c
                        opt_.random_erasing > 0 || opt_.mixup_alpha > 0 || opt_.cutmix_alpha > 0;
   if (!augment) return {normalize(images, opt_.mean, opt_.std), labels, {}};
   auto gen = at::make_generator<at::CPUGeneratorImpl>(
-      mix(opt_.seed ^ mix(uint64_t(epoch) ^ mix(uint64_t(i) + 0x5bd1e995ULL))));
+      mix_seed(opt_.seed ^ mix_seed(uint64_t(epoch) ^ mix_seed(uint64_t(i) + 0x5bd1e995ULL))));
   if (!opt_.resized_crop.empty()) images = random_resized_crop(images, opt_.resized_crop[0], opt_.resized_crop[1], gen);
   if (opt_.crop_padding > 0) images = random_crop(images, opt_.crop_padding, gen);
   if (opt_.hflip) images = random_hflip(images, gen);

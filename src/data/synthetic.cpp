@@ -7,15 +7,10 @@
 #include <cmath>
 #include <random>
 
+#include "core/seed_mix.h"
+
 namespace biaslab {
 namespace {
-
-uint64_t mix(uint64_t x) {  // SplitMix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 using Rng = std::mt19937_64;
 double uniform(Rng& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
@@ -129,7 +124,7 @@ Split generate_synthetic(const std::string& task, const std::string& split, int6
   const uint64_t split_key = split == "train" ? 0x7261696eULL : 0x74657374ULL;
   at::parallel_for(0, n, 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      Rng rng(mix(seed ^ mix(split_key ^ mix(uint64_t(i)))));
+      Rng rng(mix_seed(seed ^ mix_seed(split_key ^ mix_seed(uint64_t(i)))));
       const int64_t label = i % classes;  // balanced classes
       cv::Mat img = task == "texture" ? texture(label, int(size), rng) : same_different(label, int(size), rng);
       auto plane = torch::from_blob(img.data, {size, size}, torch::kUInt8);
