@@ -156,3 +156,13 @@ TEST(FlopCounter, FusedAndManualAttentionCountTheSame) {
   EXPECT_EQ(macs[1], 2 * 9 * (16 * 48 + 16 * 16) + 2 * (2 * 4 * 9 * 9 * 4));
   EXPECT_EQ(macs[0], macs[1]);
 }
+
+TEST(Summary, LeavesTheGlobalRandomGeneratorAlone) {
+  const auto cfg = load_config_text("model: {preset: vit_lite_p4}\ndata: {preset: fashion_mnist}\n", "in.yaml");
+  auto model = build_model(cfg.model, input_spec(cfg.data));
+  torch::manual_seed(5);
+  const auto expected = torch::rand({4});
+  torch::manual_seed(5);
+  summarize(*model, 1, 28);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+}

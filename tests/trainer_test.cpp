@@ -255,3 +255,27 @@ TEST(Trainer, EmaIsEvaluatedEveryEpoch) {
   EXPECT_GT(s.history.back().ema_test.acc, 0.9);
   EXPECT_FALSE(torch::equal(shadow.fc->weight, h.model.fc->weight));
 }
+
+TEST(Trainer, EvalEveryEvaluatesEveryNthAndTheLastEpoch) {
+  torch::manual_seed(0);
+  Harness h;
+  h.cfg.epochs = 5;
+  h.cfg.eval_every = 2;
+  TrainState s;
+  h.fit(s);
+  ASSERT_EQ(s.history.size(), 5u);
+  std::vector<bool> evaluated;
+  for (const auto& r : s.history) evaluated.push_back(r.evaluated);
+  EXPECT_EQ(evaluated, (std::vector<bool>{false, true, false, true, true}));
+  EXPECT_TRUE(s.best_epoch == 2 || s.best_epoch == 4 || s.best_epoch == 5) << s.best_epoch;
+  EXPECT_GT(s.history.back().test.acc, 0.9);
+  // "best" is only written after evaluated epochs.
+  for (const auto& [name, step] : h.saved) {
+    if (name != "best") continue;
+    EXPECT_TRUE(step == 20 || step == 40 || step == 50) << step;
+  }
+  // The unevaluated epochs survive a checkpoint round trip as such.
+  const TrainState back = train_state_from_json(train_state_to_json(s));
+  EXPECT_FALSE(back.history[0].evaluated);
+  EXPECT_TRUE(back.history[1].evaluated);
+}

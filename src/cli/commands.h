@@ -13,6 +13,8 @@ void register_eval(CLI::App& app);
 void register_models(CLI::App& app);
 void register_summary(CLI::App& app);
 void register_data(CLI::App& app);
+void register_sweep(CLI::App& app);
+void register_report(CLI::App& app);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();

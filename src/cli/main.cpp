@@ -1,5 +1,6 @@
 // biaslab: train and compare ViTs, ResNets and hybrids. Exit status: 0 ok, 1 unexpected
-// error, 2 bad config or command line, 3 bad data, 5 bad checkpoint or run directory.
+// error, 2 bad config or command line, 3 bad data, 4 non-finite training, 5 bad checkpoint
+// or run directory, 6 a sweep with failed runs, 75 interrupted (rerun to resume).
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
   cli::register_models(app);
   cli::register_summary(app);
   cli::register_data(app);
+  cli::register_sweep(app);
+  cli::register_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

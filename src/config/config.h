@@ -102,13 +102,14 @@ struct TrainConfig {
   int64_t steps = 0;             ///< when > 0, stop after this many optimizer steps
   int64_t batch_size = 128;
   int64_t eval_batch_size = 512;
+  int64_t eval_every = 1;        ///< evaluate every N epochs (and always after the last one)
   std::string precision = "fp32";  ///< fp32 | bf16 (autocast) | fp16 (CUDA autocast + loss scaling)
   int64_t checkpoint_every = 0;  ///< also write `last` every N steps; 0 = at epoch end only
   int64_t save_top_k = 0;        ///< keep the k best epoch-end checkpoints (epoch-NNNN.pt)
   std::string nonfinite = "abort";  ///< abort | skip: what a NaN/Inf loss or gradient does
   int64_t max_consecutive_skips = 10;  ///< with skip: abort after this many in a row
   double ema_decay = 0.0;        ///< EMA of the weights; 0 = off
-  int64_t early_stop_patience = 0;  ///< stop after N epochs without a better val_acc; 0 = off
+  int64_t early_stop_patience = 0;  ///< stop after N evaluations without a better val_acc; 0 = off
   double label_smoothing = 0.0;
   double grad_clip = 0.0;        ///< max global gradient norm; 0 = off
   int64_t log_every = 50;        ///< steps between log lines when stderr is not a terminal

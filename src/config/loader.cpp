@@ -409,6 +409,7 @@ FieldTable make_table(Config& c) {
   t.integer("train.steps", tr.steps, 0, true);
   t.integer("train.batch_size", tr.batch_size, 1);
   t.integer("train.eval_batch_size", tr.eval_batch_size, 1);
+  t.integer("train.eval_every", tr.eval_every, 1);
   t.choice("train.precision", tr.precision, {"fp32", "bf16", "fp16"});
   t.integer("train.checkpoint_every", tr.checkpoint_every, 0);
   t.integer("train.save_top_k", tr.save_top_k, 0);

@@ -41,6 +41,13 @@ class NonFiniteError : public Error {
   int exit_code() const override { return 4; }
 };
 
+/// A sweep finished with runs that failed (their reasons are in its ledger).
+class SweepFailed : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const override { return 6; }
+};
+
 /// Training stopped by SIGINT/SIGTERM after writing its checkpoint; rerunning the
 /// same command resumes it.
 class Interrupted : public Error {

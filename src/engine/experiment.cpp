@@ -10,6 +10,7 @@
 #include "config/loader.h"
 #include "core/build_info.h"
 #include "core/errors.h"
+#include "core/file_lock.h"
 #include "core/fs.h"
 #include "core/logging.h"
 #include "core/runtime.h"
@@ -22,6 +23,7 @@
 #include "engine/run_dir.h"
 #include "engine/trainer.h"
 #include "models/registry.h"
+#include "models/summary.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;
@@ -126,6 +128,8 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   seed_everything(uint64_t(cfg.runtime.seed));
   Dataset data = load_dataset(cfg.data);
   ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
+  // FLOPs per image (2 x multiply-accumulates, as `biaslab summary`), before any training.
+  const int64_t flops_per_image = 2 * summarize(*model, cfg.data.channels, cfg.data.image_size).macs;
   model->to(device);
   const int64_t params = count_parameters(*model);
   ClassifierPtr shadow;
@@ -138,6 +142,14 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   }
   auto optimizer = make_optimizer(*model, cfg.optim);
   const std::string config_yaml = to_yaml(cfg);
+
+  // One process per run directory at a time (a sweep and a scheduler may both try).
+  fs::create_directories(dir);
+  const FileLock lock(dir / ".lock");
+  if (!lock.held())
+    throw CheckpointError("run directory " + dir.string() + " is in use by another biaslab process" +
+                          (lock.holder_pid() ? " (pid " + std::to_string(lock.holder_pid()) + ")" : std::string()) +
+                          "; wait for it to finish or stop it first");
 
   // Fresh run, resume, or already complete?
   std::optional<run_dir::ResumePoint> resume;
@@ -259,6 +271,7 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   trainer.fit(state);
 
   json summary = run_dir::summary(cfg, state, trainer.selection_metric(), params, data, threads, device);
+  summary["model"]["flops_per_image"] = flops_per_image;
   summary["weights_fingerprint"] = weights_fingerprint(*model);
   if (shadow) summary["ema_weights_fingerprint"] = weights_fingerprint(*shadow);
   atomic_write(dir / "summary.json", summary.dump(2) + "\n");

@@ -83,11 +83,11 @@ std::string metrics_csv(const TrainState& s, bool ema) {
   std::string out = csv_header(ema);
   for (const auto& r : s.history) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},", r.epoch, r.step, num(r.lr), num(r.train_loss), num(r.train_acc),
-                       r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", num(r.test.loss),
-                       num(r.test.acc));
+                       r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", r.evaluated ? num(r.test.loss) : "",
+                       r.evaluated ? num(r.test.acc) : "");
     if (ema)
       out += fmt::format("{},{},{},{},", r.has_val ? num(r.ema_val.loss) : "", r.has_val ? num(r.ema_val.acc) : "",
-                         num(r.ema_test.loss), num(r.ema_test.acc));
+                         r.has_ema ? num(r.ema_test.loss) : "", r.has_ema ? num(r.ema_test.acc) : "");
     out += fmt::format("{}\n", r.skipped_steps);
   }
   return out;

@@ -20,6 +20,7 @@ struct EpochRecord {
   int64_t step = 0;   ///< optimizer steps completed at the end of the epoch
   double lr = 0.0;    ///< learning rate of the epoch's last step
   double train_loss = 0.0, train_acc = 0.0;
+  bool evaluated = true;  ///< false for epochs skipped by train.eval_every (val/test unset)
   bool has_val = false;
   EvalPair val, test;
   bool has_ema = false;

@@ -206,10 +206,13 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
     EvalMetrics e = evaluate(m, l, device_, cfg_.precision);
     return EvalPair{e.loss, e.accuracy};
   };
-  rec.has_val = val_ && val_->size() > 0;
+  // train.eval_every skips evaluation on intermediate epochs; the last epoch is always
+  // evaluated, so final metrics exist and best/early stopping see evaluated epochs only.
+  rec.evaluated = rec.epoch % cfg_.eval_every == 0 || state.step >= total_steps_;
+  rec.has_val = rec.evaluated && val_ && val_->size() > 0;
   if (rec.has_val) rec.val = run_eval(model_, *val_);
-  rec.test = run_eval(model_, test_);
-  if (ema_) {
+  if (rec.evaluated) rec.test = run_eval(model_, test_);
+  if (ema_ && rec.evaluated) {
     auto& shadow = static_cast<Classifier&>(ema_->shadow());
     rec.has_ema = true;
     if (rec.has_val) rec.ema_val = run_eval(shadow, *val_);
@@ -218,12 +221,12 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   timing.eval_s = seconds_since(eval_start);
 
   const double metric = rec.has_val ? rec.val.acc : rec.test.acc;
-  const bool improved = metric > state.best_metric;
+  const bool improved = rec.evaluated && metric > state.best_metric;
   if (improved) {
     state.best_metric = metric;
     state.best_epoch = rec.epoch;
     state.epochs_since_best = 0;
-  } else {
+  } else if (rec.evaluated) {
     ++state.epochs_since_best;
   }
   state.epoch = rec.epoch;
@@ -234,19 +237,23 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   state.stopped_early = cfg_.early_stop_patience > 0 && state.epochs_since_best >= cfg_.early_stop_patience;
   state.finished = state.step >= total_steps_ || state.stopped_early;
 
-  spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{} | {:.1f}s train + {:.1f}s eval",
-               rec.epoch, rec.train_loss, 100 * rec.train_acc,
-               rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val.loss, 100 * rec.val.acc) : "",
-               rec.test.loss, 100 * rec.test.acc,
-               rec.has_ema ? fmt::format(" | EMA test acc {:.2f}%", 100 * rec.ema_test.acc) : "",
-               rec.skipped_steps ? fmt::format(" | {} update(s) skipped", rec.skipped_steps) : "", timing.train_s,
-               timing.eval_s);
+  if (!rec.evaluated)
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {:.1f}s train (evaluated every {} epochs)", rec.epoch,
+                 rec.train_loss, 100 * rec.train_acc, timing.train_s, cfg_.eval_every);
+  else
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{} | {:.1f}s train + {:.1f}s eval",
+                 rec.epoch, rec.train_loss, 100 * rec.train_acc,
+                 rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val.loss, 100 * rec.val.acc) : "",
+                 rec.test.loss, 100 * rec.test.acc,
+                 rec.has_ema ? fmt::format(" | EMA test acc {:.2f}%", 100 * rec.ema_test.acc) : "",
+                 rec.skipped_steps ? fmt::format(" | {} update(s) skipped", rec.skipped_steps) : "", timing.train_s,
+                 timing.eval_s);
   if (state.stopped_early)
     spdlog::info("early stopping: no better {} for {} epoch(s)", selection_metric(), state.epochs_since_best);
 
   // Top-k epoch checkpoints, best first; ties keep the earlier epoch.
   bool keep_epoch_checkpoint = false;
-  if (cfg_.save_top_k > 0) {
+  if (cfg_.save_top_k > 0 && rec.evaluated) {
     auto& top = state.top_k;
     auto pos = std::find_if(top.begin(), top.end(), [&](const TopKEntry& e) { return metric > e.metric; });
     const auto index = pos - top.begin();

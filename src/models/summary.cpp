@@ -53,8 +53,10 @@ ModelSummary summarize(Classifier& model, int64_t channels, int64_t image_size) 
   auto params = model.named_parameters();
   std::vector<bool> claimed(params.size(), false);
   Field field;
-  torch::manual_seed(0);
-  auto x = torch::randn({1, channels, image_size, image_size});
+  // A generator of its own: summarizing (e.g. for summary.json at the start of training)
+  // must not disturb the global RNG a run was seeded with.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  auto x = torch::randn({1, channels, image_size, image_size}, gen);
   for (const auto& stage : model.stages()) {
     StageSummary s;
     s.name = stage.name;

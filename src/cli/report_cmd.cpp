@@ -1,0 +1,32 @@
+// biaslab report SWEEP_DIR [--out DIR]
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "sweep/report.h"
+
+namespace fs = std::filesystem;
+
+namespace biaslab::cli {
+
+void register_report(CLI::App& app) {
+  struct Args {
+    std::string dir;
+    std::string out;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("report", "Tables, plots and a verdict for a sweep directory");
+  cmd->add_option("sweep_dir", args->dir, "directory made by `biaslab sweep` (or --emit)")->required();
+  cmd->add_option("--out", args->out, "where to write the report (default: SWEEP_DIR/report)");
+  cmd->callback([args] {
+    const sweep::Layout layout{args->dir};
+    const sweep::Plan plan = sweep::read_plan(layout.root);
+    const fs::path out = args->out.empty() ? layout.root / "report" : fs::path(args->out);
+    const auto report = sweep::write_report(layout, plan, out);
+    std::cout << report.summary_markdown << "\n";
+    for (const auto& f : report.files) std::cout << "wrote " << f.string() << "\n";
+  });
+}
+
+}  // namespace biaslab::cli

@@ -1,0 +1,137 @@
+#include "sweep/plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "config/loader.h"
+#include "core/errors.h"
+#include "core/fs.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace biaslab::sweep {
+namespace {
+
+json plan_json(const Plan& plan) {
+  json runs = json::array();
+  for (const auto& r : plan.runs) {
+    json swept = json::array();
+    for (const auto& [k, v] : r.swept) swept.push_back({k, v});
+    runs.push_back({{"name", r.name}, {"swept", swept}, {"overrides", r.overrides}});
+  }
+  return {{"name", plan.name},
+          {"keys", plan.keys},
+          {"axes", plan.axes},
+          {"report", {{"metric", plan.report.metric}, {"x", plan.report.x}, {"series", plan.report.series}}},
+          {"runs", runs}};
+}
+
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  while (true) {
+    const bool ga = bool(std::getline(sa, la)), gb = bool(std::getline(sb, lb));
+    if (!ga && !gb) return "";
+    if (!ga || !gb || la != lb) return "was '" + (ga ? la : "") + "', now '" + (gb ? lb : "") + "'";
+  }
+}
+
+}  // namespace
+
+Plan make_plan(const SweepSpec& spec) {
+  Plan plan{spec.name, swept_keys(spec), {}, spec.report, expand(spec)};
+  for (const auto& a : spec.axes) plan.axes.push_back(a.keys.front());
+  return plan;
+}
+
+std::vector<std::string> resolve_configs(const SweepSpec& spec, const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& run : plan.runs) {
+    try {
+      const Config cfg = spec.base_file.empty() ? load_config_text(spec.base_yaml, spec.base_source, run.overrides)
+                                                : load_config(spec.base_file.string(), run.overrides);
+      out.push_back(to_yaml(cfg));
+    } catch (const ConfigError& e) {
+      throw ConfigError(spec.file.string() + ": run '" + run.name + "': " + e.what());
+    }
+  }
+  return out;
+}
+
+std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const Plan& plan,
+                              const std::vector<std::string>& configs, bool force) {
+  std::set<std::string> changed;
+  if (fs::exists(layout.plan())) {
+    const Plan old = read_plan(layout.root);
+    std::string why;
+    if (old.keys != plan.keys) why = "the swept keys differ";
+    std::set<std::string> old_names;
+    for (const auto& r : old.runs) old_names.insert(r.name);
+    for (size_t i = 0; i < plan.runs.size(); ++i) {
+      const std::string& name = plan.runs[i].name;
+      if (!old_names.count(name)) {
+        if (why.empty()) why = "run '" + name + "' is new";
+        continue;
+      }
+      const fs::path stored = layout.config(name);
+      const std::string before = fs::exists(stored) ? read_file(stored) : "";
+      if (before != configs[i]) {
+        changed.insert(name);
+        if (why.empty()) why = "run '" + name + "' has a different config (" + first_difference(before, configs[i]) + ")";
+      }
+    }
+    if (why.empty() && old.runs.size() != plan.runs.size()) why = "runs were removed";
+    if (why.empty() && (old.report.metric != plan.report.metric || old.report.x != plan.report.x ||
+                        old.report.series != plan.report.series))
+      why = "the report settings differ";
+    if (!why.empty() && !force)
+      throw ConfigError(layout.root.string() + " was created from a different sweep definition: " + why +
+                        ". Pass --force to adopt the new one (runs whose config changed start over, their old "
+                        "directories moved to discarded/; the others keep their results), or --out to use another directory");
+  }
+  fs::create_directories(layout.root / "configs");
+  fs::create_directories(layout.root / "runs");
+  fs::create_directories(layout.root / "logs");
+  // A run whose config changed starts over; its old directory is kept aside, not deleted.
+  for (const auto& name : changed) {
+    if (!fs::exists(layout.run_dir(name))) continue;
+    fs::create_directories(layout.root / "discarded");
+    fs::path aside = layout.root / "discarded" / name;
+    for (int n = 2; fs::exists(aside); ++n) aside = layout.root / "discarded" / (name + "." + std::to_string(n));
+    fs::rename(layout.run_dir(name), aside);
+  }
+  for (size_t i = 0; i < plan.runs.size(); ++i) atomic_write(layout.config(plan.runs[i].name), configs[i]);
+  atomic_write(layout.root / "sweep.yaml", read_file(spec.file));
+  atomic_write(layout.plan(), plan_json(plan).dump(2) + "\n");
+  return changed;
+}
+
+Plan read_plan(const fs::path& sweep_dir) {
+  const fs::path file = sweep_dir / "plan.json";
+  if (!fs::exists(file))
+    throw CheckpointError(sweep_dir.string() + ": no plan.json (is this a directory made by `biaslab sweep`?)");
+  try {
+    const json j = json::parse(read_file(file));
+    Plan plan;
+    plan.name = j.at("name").get<std::string>();
+    plan.keys = j.at("keys").get<std::vector<std::string>>();
+    plan.axes = j.at("axes").get<std::vector<std::string>>();
+    plan.report.metric = j.at("report").at("metric").get<std::string>();
+    plan.report.x = j.at("report").at("x").get<std::string>();
+    plan.report.series = j.at("report").at("series").get<std::string>();
+    for (const auto& r : j.at("runs")) {
+      PlannedRun run;
+      run.name = r.at("name").get<std::string>();
+      for (const auto& kv : r.at("swept")) run.swept.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
+      run.overrides = r.at("overrides").get<std::vector<std::string>>();
+      plan.runs.push_back(std::move(run));
+    }
+    return plan;
+  } catch (const json::exception& e) {
+    throw CheckpointError(file.string() + ": unreadable sweep plan: " + e.what());
+  }
+}
+
+}  // namespace biaslab::sweep

@@ -1,0 +1,56 @@
+#pragma once
+// A sweep directory and the plan it was created from:
+//
+//   SWEEP_DIR/sweep.yaml        copy of the sweep file
+//   SWEEP_DIR/plan.json         runs (name, swept values, overrides) and report settings
+//   SWEEP_DIR/configs/RUN.yaml  each run's resolved config (what `biaslab train -c` runs)
+//   SWEEP_DIR/runs/RUN/         each run's run directory
+//   SWEEP_DIR/logs/RUN.log      output of the run's processes
+//   SWEEP_DIR/ledger.json       states kept by `biaslab sweep` (sweep/ledger.h)
+//
+// The resolved configs make every run a self-contained command, and are how a rerun
+// detects that the sweep (or its base config) changed under an existing directory.
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sweep/spec.h"
+
+namespace biaslab::sweep {
+
+struct Plan {
+  std::string name;
+  std::vector<std::string> keys;  ///< swept keys in axis order
+  std::vector<std::string> axes;  ///< the first key of each axis (zip partners follow it)
+  ReportSpec report;
+  std::vector<PlannedRun> runs;
+};
+
+struct Layout {
+  std::filesystem::path root;
+  std::filesystem::path plan() const { return root / "plan.json"; }
+  std::filesystem::path ledger() const { return root / "ledger.json"; }
+  std::filesystem::path lock() const { return root / ".lock"; }
+  std::filesystem::path config(const std::string& run) const { return root / "configs" / (run + ".yaml"); }
+  std::filesystem::path run_dir(const std::string& run) const { return root / "runs" / run; }
+  std::filesystem::path log(const std::string& run) const { return root / "logs" / (run + ".log"); }
+};
+
+Plan make_plan(const SweepSpec& spec);
+
+/// Every run's resolved config (to_yaml), checked as `biaslab train` would: a
+/// ConfigError names the sweep file, the run and the key.
+std::vector<std::string> resolve_configs(const SweepSpec& spec, const Plan& plan);
+
+/// Writes plan.json, sweep.yaml and configs/ into `layout.root`. When the directory
+/// already holds a different plan it is refused (ConfigError) unless `force`; with
+/// `force` the runs whose config changed start over: their run directories are moved to
+/// SWEEP_DIR/discarded/ and their names returned.
+std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const Plan& plan,
+                              const std::vector<std::string>& configs, bool force);
+
+/// The plan stored in a sweep directory (CheckpointError when missing or unreadable).
+Plan read_plan(const std::filesystem::path& sweep_dir);
+
+}  // namespace biaslab::sweep

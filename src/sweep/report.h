@@ -1,0 +1,50 @@
+#pragma once
+// `biaslab report SWEEP_DIR`: the sweep's runs as tables, plots and a short verdict.
+//
+//   results.csv   one row per run: swept values, state, metrics, parameters, FLOPs,
+//                 images seen, times
+//   summary.csv   one row per configuration (runs grouped over seed keys): n, mean,
+//                 sample sd, 95% t-interval of the metric
+//   summary.md    the same as a Markdown table, with the verdict
+//   *.png         metric against training-set size (log x, one line per series,
+//                 95% CI bars), grouped bars, learning curves
+//   report.md     all of it on one page
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sweep/plan.h"
+#include "sweep/results.h"
+#include "sweep/stats.h"
+
+namespace biaslab::sweep {
+
+/// One configuration: the runs that differ only in seed keys.
+struct Group {
+  std::vector<std::string> values;    ///< of the group keys
+  std::vector<const RunResult*> runs; ///< planned runs of this configuration
+  Stats stats;                        ///< over the complete runs' metric
+  std::string family;                 ///< model family when all runs share it
+  double train_size = 0.0;            ///< mean training-set size of the complete runs
+};
+
+struct Grouping {
+  std::vector<std::string> keys;  ///< axis keys that are not seeds
+  std::string x;                  ///< the data-size / x-axis key, or ""
+  std::vector<Group> groups;      ///< in plan order
+};
+
+Grouping group_results(const Plan& plan, const std::vector<RunResult>& results);
+
+/// The verdict paragraph(s) in Markdown.
+std::string verdict(const Plan& plan, const Grouping& grouping);
+
+struct ReportOutput {
+  std::vector<std::filesystem::path> files;
+  std::string summary_markdown;  ///< table + verdict, also printed by the command
+};
+
+/// Writes every report file into `out_dir` (created).
+ReportOutput write_report(const Layout& layout, const Plan& plan, const std::filesystem::path& out_dir);
+
+}  // namespace biaslab::sweep

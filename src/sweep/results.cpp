@@ -1,0 +1,114 @@
+#include "sweep/results.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/fs.h"
+#include "sweep/ledger.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace biaslab::sweep {
+namespace {
+
+double number_at(const json& j, const std::string& dotted) {
+  const json* node = &j;
+  std::istringstream parts(dotted);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    if (!node->is_object() || !node->contains(part)) return std::numeric_limits<double>::quiet_NaN();
+    node = &node->at(part);
+  }
+  return node->is_number() ? node->get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<CurvePoint> read_curve(const fs::path& file) {
+  std::vector<CurvePoint> curve;
+  if (!fs::exists(file)) return curve;
+  std::istringstream in(read_file(file));
+  std::string line;
+  std::vector<std::string> header;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream cs(s);
+    while (std::getline(cs, cell, ',')) cells.push_back(cell);
+    if (!s.empty() && s.back() == ',') cells.emplace_back();
+    return cells;
+  };
+  if (!std::getline(in, line)) return curve;
+  header = split(line);
+  const auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return int(i);
+    throw CheckpointError(file.string() + ": no '" + name + "' column");
+  };
+  const int step_col = col("step"), acc_col = col("test_acc");
+  while (std::getline(in, line)) {
+    const auto cells = split(line);
+    if (int(cells.size()) <= std::max(step_col, acc_col) || cells[acc_col].empty()) continue;  // not evaluated
+    try {
+      curve.push_back({std::stoll(cells[step_col]), std::stod(cells[acc_col])});
+    } catch (const std::exception&) {
+      throw CheckpointError(file.string() + ": malformed row '" + line + "'");
+    }
+  }
+  return curve;
+}
+
+}  // namespace
+
+std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan) {
+  const Ledger ledger(layout.ledger());
+  std::vector<RunResult> out;
+  for (const auto& run : plan.runs) {
+    RunResult r;
+    r.run = &run;
+    const fs::path dir = layout.run_dir(run.name);
+    const auto it = ledger.entries().find(run.name);
+    r.state = it != ledger.entries().end() ? it->second.state : (fs::exists(dir) ? "incomplete" : "missing");
+    if (it != ledger.entries().end()) r.reason = it->second.reason;
+    const fs::path summary_file = dir / "summary.json";
+    if (fs::exists(summary_file)) {
+      json s;
+      try {
+        s = json::parse(read_file(summary_file));
+        r.complete = true;
+        r.state = "done";
+        r.metric = number_at(s, plan.report.metric);
+        r.family = s.at("model").value("family", "");
+        r.preset = s.at("model").value("preset", "");
+        r.parameters = s.at("model").value("parameters", int64_t(0));
+        r.flops_per_image = s.at("model").value("flops_per_image", int64_t(0));
+        r.images_seen = s.value("images_seen", int64_t(0));
+        r.steps = s.value("steps", int64_t(0));
+        r.epochs = s.value("epochs", int64_t(0));
+        r.train_size = s.at("data").value("train_size", int64_t(0));
+        r.best_epoch = s.at("best").value("epoch", int64_t(0));
+        r.final_test_acc = number_at(s, "final.test_acc");
+        r.final_test_loss = number_at(s, "final.test_loss");
+        r.best_test_acc = number_at(s, "best.test_acc");
+        r.best_val_acc = number_at(s, "best.val_acc");
+      } catch (const json::exception& e) {
+        throw CheckpointError(summary_file.string() + ": unreadable: " + e.what());
+      }
+      if (fs::exists(dir / "timing.json")) {
+        try {
+          const json t = json::parse(read_file(dir / "timing.json"));
+          r.train_time_s = t.value("train_time_s", r.train_time_s);
+          r.wall_time_s = t.value("last_process_wall_time_s", r.wall_time_s);
+        } catch (const json::exception& e) {
+          throw CheckpointError((dir / "timing.json").string() + ": unreadable: " + e.what());
+        }
+      }
+      r.curve = read_curve(dir / "metrics.csv");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace biaslab::sweep

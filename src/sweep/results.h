@@ -1,0 +1,41 @@
+#pragma once
+// What a sweep's runs produced, read from their run directories (summary.json,
+// metrics.csv, timing.json) wherever the runs were executed, plus the ledger's state
+// when there is one.
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sweep/plan.h"
+
+namespace biaslab::sweep {
+
+struct CurvePoint {
+  int64_t step = 0;
+  double test_acc = 0.0;
+};
+
+struct RunResult {
+  const PlannedRun* run = nullptr;
+  std::string state;        ///< done | failed | interrupted | running | pending | missing
+  std::string reason;       ///< of a failure (ledger)
+  bool complete = false;    ///< summary.json present
+  double metric = std::numeric_limits<double>::quiet_NaN();  ///< report.metric
+  std::string family, preset;
+  int64_t parameters = 0, flops_per_image = 0, images_seen = 0, steps = 0, epochs = 0, train_size = 0;
+  int64_t best_epoch = 0;
+  double final_test_acc = std::numeric_limits<double>::quiet_NaN();
+  double final_test_loss = std::numeric_limits<double>::quiet_NaN();
+  double best_test_acc = std::numeric_limits<double>::quiet_NaN();
+  double best_val_acc = std::numeric_limits<double>::quiet_NaN();
+  double train_time_s = std::numeric_limits<double>::quiet_NaN();
+  double wall_time_s = std::numeric_limits<double>::quiet_NaN();
+  std::vector<CurvePoint> curve;  ///< evaluated epochs of metrics.csv
+};
+
+/// One result per planned run, in plan order. A run directory whose files are
+/// unreadable is reported as a CheckpointError naming the file.
+std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan);
+
+}  // namespace biaslab::sweep

@@ -1,0 +1,365 @@
+#include "sweep/spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "core/errors.h"
+#include "core/fs.h"
+
+namespace fs = std::filesystem;
+
+namespace biaslab::sweep {
+namespace {
+
+struct Reader {
+  std::string file;
+  std::string where(const YAML::Node& n) const {
+    const int line = n.Mark().line;
+    return line >= 0 ? file + ":" + std::to_string(line + 1) : file;
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& what) const {
+    throw ConfigError(where(n) + ": " + what);
+  }
+};
+
+// A value as the YAML text --set parses back: scalars as written, sequences and
+// mappings in flow style.
+std::string value_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsNull()) return "~";
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+void check_key(const Reader& r, const YAML::Node& key_node) {
+  const std::string key = key_node.as<std::string>();
+  const bool ok = !key.empty() && key.front() != '.' && key.back() != '.' &&
+                  std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.'; });
+  if (!ok) r.fail(key_node, "'" + key + "' is not a dotted config key (e.g. model.depth)");
+  if (key.find('.') == std::string::npos && key != "name")
+    r.fail(key_node, "'" + key + "' is not a dotted config key: name the section too (e.g. model." + key + ")");
+}
+
+std::vector<KeyValue> read_set(const Reader& r, const YAML::Node& node, const std::string& what) {
+  if (!node.IsMap()) r.fail(node, what + ": expected a mapping of dotted keys to values, e.g. {train.epochs: 5}");
+  std::vector<KeyValue> out;
+  for (const auto& kv : node) {
+    check_key(r, kv.first);
+    out.emplace_back(kv.first.as<std::string>(), value_text(kv.second));
+  }
+  return out;
+}
+
+std::vector<std::string> read_values(const Reader& r, const YAML::Node& key, const YAML::Node& node,
+                                     const std::string& section) {
+  const std::string k = key.as<std::string>();
+  if (!node.IsSequence() || node.size() == 0)
+    r.fail(node, section + "." + k + ": expected a non-empty list of values, e.g. [1, 2, 3]");
+  std::vector<std::string> values;
+  for (const auto& v : node) {
+    const std::string text = value_text(v);
+    for (const auto& seen : values)
+      if (same_value(seen, text)) r.fail(v, section + "." + k + ": value '" + text + "' is listed twice");
+    values.push_back(text);
+  }
+  return values;
+}
+
+// Short, filesystem-safe text for a value in a run name.
+std::string name_part(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    const bool keep = std::isalnum((unsigned char)c) || c == '.' || c == '_' || c == '+' || c == '-';
+    if (keep) out += c;
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+std::string last_component(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a);
+  const double y = std::strtod(b.c_str(), &end_b);
+  return !a.empty() && !b.empty() && *end_a == '\0' && *end_b == '\0' && x == y;
+}
+
+bool is_replicate_key(const std::string& key) {
+  const std::string last = last_component(key);
+  return last.size() >= 4 && last.compare(last.size() - 4, 4, "seed") == 0;
+}
+
+namespace {
+
+SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
+  const Reader r{file.string()};
+  if (!doc.IsMap()) throw ConfigError(file.string() + ": a sweep file is a mapping with base, grid, ... (see README)");
+  static const std::vector<std::string> kTop = {"name", "base", "set", "grid", "zip", "variants", "overrides", "report"};
+  std::set<std::string> top_seen;
+  for (const auto& kv : doc) {
+    const std::string k = kv.first.as<std::string>();
+    if (!top_seen.insert(k).second) r.fail(kv.first, "'" + k + "' appears twice");
+    if (std::find(kTop.begin(), kTop.end(), k) == kTop.end())
+      r.fail(kv.first, "unknown sweep key '" + k + "'; expected one of: name, base, set, grid, zip, variants, overrides, report");
+  }
+  SweepSpec spec;
+  spec.file = file;
+  spec.name = doc["name"] ? doc["name"].as<std::string>() : file.stem().string();
+  if (spec.name.empty() || spec.name == "." || spec.name == ".." || name_part(spec.name) != spec.name)
+    throw ConfigError(r.file + ": name '" + spec.name + "' must use only letters, digits, '.', '_', '+', '-'");
+
+  const YAML::Node base = doc["base"];
+  if (!base) throw ConfigError(r.file + ": missing 'base' (the config every run starts from: a path or a mapping)");
+  if (base.IsScalar()) {
+    fs::path p = base.as<std::string>();
+    if (p.is_relative()) p = file.parent_path() / p;
+    if (!fs::exists(p)) r.fail(base, "base config " + p.string() + " not found (paths are relative to the sweep file)");
+    spec.base_yaml = read_file(p);
+    spec.base_source = p.lexically_normal().string();
+    spec.base_file = p;
+  } else if (base.IsMap()) {
+    YAML::Emitter e;
+    e << base;
+    spec.base_yaml = std::string(e.c_str()) + "\n";
+    spec.base_source = r.file + " (base)";
+  } else {
+    r.fail(base, "base: expected a config file path or a config mapping");
+  }
+
+  if (doc["set"]) spec.set = read_set(r, doc["set"], "set");
+  std::set<std::string> seen;
+  auto claim = [&](const YAML::Node& key) {
+    check_key(r, key);
+    const std::string k = key.as<std::string>();
+    if (!seen.insert(k).second) r.fail(key, "'" + k + "' is swept twice (grid and zip keys must be distinct)");
+    for (const auto& [fixed, v] : spec.set)
+      if (fixed == k) r.fail(key, "'" + k + "' is both in set: and swept");
+  };
+  auto read_grid = [&](const YAML::Node& grid) {
+    if (!grid.IsMap()) r.fail(grid, "grid: expected a mapping of dotted keys to lists of values");
+    for (const auto& kv : grid) {
+      claim(kv.first);
+      Axis axis;
+      axis.keys = {kv.first.as<std::string>()};
+      for (auto& v : read_values(r, kv.first, kv.second, "grid")) axis.points.push_back({v});
+      spec.axes.push_back(std::move(axis));
+    }
+  };
+  auto read_zip = [&](const YAML::Node& zip) {
+    if (!zip.IsSequence()) r.fail(zip, "zip: expected a list of groups, each a mapping of keys to equally long lists");
+    for (const auto& group : zip) {
+      if (!group.IsMap() || group.size() == 0) r.fail(group, "zip: each group is a mapping of keys to equally long lists");
+      Axis axis;
+      std::vector<std::vector<std::string>> columns;
+      for (const auto& kv : group) {
+        claim(kv.first);
+        axis.keys.push_back(kv.first.as<std::string>());
+        columns.push_back(read_values(r, kv.first, kv.second, "zip"));
+        if (columns.back().size() != columns.front().size())
+          r.fail(kv.second, "zip: '" + axis.keys.back() + "' has " + std::to_string(columns.back().size()) +
+                                " values but '" + axis.keys.front() + "' has " + std::to_string(columns.front().size()) +
+                                "; keys of a zip group vary together and need equally long lists");
+      }
+      for (size_t i = 0; i < columns.front().size(); ++i) {
+        std::vector<std::string> point;
+        for (const auto& c : columns) point.push_back(c[i]);
+        axis.points.push_back(std::move(point));
+      }
+      spec.axes.push_back(std::move(axis));
+    }
+  };
+  auto read_variants = [&](const YAML::Node& variants) {
+    if (!variants.IsMap())
+      r.fail(variants, "variants: expected {AXIS: {LABEL: {dotted.key: value, ...}, ...}}, e.g. "
+                       "{model: {cnn: {model.preset: resnet20}, vit: {model.preset: vit_lite_p4}}}");
+    for (const auto& kv : variants) {
+      const std::string axis_name = kv.first.as<std::string>();
+      if (axis_name.empty() || axis_name.find('.') != std::string::npos || name_part(axis_name) != axis_name)
+        r.fail(kv.first, "variants: axis name '" + axis_name + "' must be a plain word (no dots)");
+      if (!seen.insert(axis_name).second) r.fail(kv.first, "'" + axis_name + "' is swept twice");
+      if (!kv.second.IsMap() || kv.second.size() == 0)
+        r.fail(kv.second, "variants." + axis_name + ": expected a mapping of labels to override mappings");
+      Axis axis;
+      axis.keys = {axis_name};
+      for (const auto& v : kv.second) {
+        const std::string label = v.first.as<std::string>();
+        if (name_part(label) != label)
+          r.fail(v.first, "variants." + axis_name + ": label '" + label + "' must use only letters, digits, '.', '_', '+', '-'");
+        axis.points.push_back({label});
+        axis.variant_sets.push_back(read_set(r, v.second, "variants." + axis_name + "." + label));
+      }
+      spec.axes.push_back(std::move(axis));
+    }
+  };
+  // Axes in the order the sections appear in the file.
+  for (const auto& kv : doc) {
+    const std::string section = kv.first.as<std::string>();
+    if (section == "grid") read_grid(kv.second);
+    if (section == "zip") read_zip(kv.second);
+    if (section == "variants") read_variants(kv.second);
+  }
+  if (spec.axes.empty()) throw ConfigError(r.file + ": nothing to sweep: give grid:, zip: and/or variants:");
+  // A variant may not set a key another axis sweeps (which one would win?).
+  for (const auto& axis : spec.axes)
+    for (size_t i = 0; i < axis.variant_sets.size(); ++i)
+      for (const auto& [k, value] : axis.variant_sets[i])
+        if (seen.count(k))
+          throw ConfigError(r.file + ": variants." + axis.keys.front() + "." + axis.points[i].front() + ": '" + k +
+                            "' is swept by grid or zip");
+  // Axis values by key, for checking `when` and `report`.
+  std::map<std::string, const Axis*> axis_of;
+  for (const auto& axis : spec.axes)
+    for (const auto& k : axis.keys) axis_of[k] = &axis;
+
+  if (const YAML::Node ov = doc["overrides"]) {
+    if (!ov.IsSequence()) r.fail(ov, "overrides: expected a list of {when: {key: value(s)}, set: {key: value}}");
+    for (const auto& item : ov) {
+      if (!item.IsMap() || !item["when"] || !item["set"] || item.size() != 2)
+        r.fail(item, "overrides: each entry is {when: {key: value or [values]}, set: {key: value, ...}}");
+      ConditionalSet c;
+      if (!item["when"].IsMap() || item["when"].size() == 0)
+        r.fail(item["when"], "overrides: when: expected a mapping of swept keys to a value or a list of values");
+      for (const auto& kv : item["when"]) {
+        const std::string k = kv.first.as<std::string>();
+        if (!seen.count(k)) r.fail(kv.first, "overrides: when: '" + k + "' is not a swept key");
+        std::vector<std::string> values;
+        if (kv.second.IsSequence())
+          for (const auto& v : kv.second) values.push_back(value_text(v));
+        else
+          values.push_back(value_text(kv.second));
+        // Every value must occur on the key's axis: a typo would silently match nothing.
+        const Axis& axis = *axis_of.at(k);
+        const size_t column = size_t(std::find(axis.keys.begin(), axis.keys.end(), k) - axis.keys.begin());
+        for (const auto& v : values) {
+          const bool found = std::any_of(axis.points.begin(), axis.points.end(),
+                                         [&](const auto& point) { return same_value(point[column], v); });
+          if (!found) r.fail(kv.second, "overrides: when: " + k + " is never '" + v + "' in this sweep");
+        }
+        c.when.emplace_back(k, values);
+      }
+      c.set = read_set(r, item["set"], "overrides: set");
+      for (const auto& [k, v] : c.set)
+        if (seen.count(k)) r.fail(item["set"], "overrides: set: '" + k + "' is swept; an override cannot change it");
+      spec.overrides.push_back(std::move(c));
+    }
+  }
+
+  if (const YAML::Node rep = doc["report"]) {
+    if (!rep.IsMap()) r.fail(rep, "report: expected {metric: ..., x: KEY, series: KEY}");
+    for (const auto& kv : rep) {
+      const std::string k = kv.first.as<std::string>();
+      const std::string v = kv.second.as<std::string>();
+      if (k == "metric") {
+        const bool accuracy = v.size() > 4 && v.compare(v.size() - 4, 4, "_acc") == 0;
+        if ((v.rfind("final.", 0) != 0 && v.rfind("best.", 0) != 0) || !accuracy)
+          r.fail(kv.second, "report.metric: expected final.<accuracy> or best.<accuracy> from summary.json "
+                            "(final.test_acc, best.val_acc, final.ema_test_acc, ...), got '" + v + "'");
+        spec.report.metric = v;
+      } else if (k == "x" || k == "series") {
+        if (!seen.count(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is not a swept key");
+        if (axis_of.at(v)->keys.front() != v)
+          r.fail(kv.second, "report." + k + ": '" + v + "' varies with '" + axis_of.at(v)->keys.front() +
+                                "' in a zip group; name the group's first key");
+        if (is_replicate_key(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is a seed; the report averages over seeds");
+        (k == "x" ? spec.report.x : spec.report.series) = v;
+      } else {
+        r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series");
+      }
+    }
+    if (!spec.report.x.empty() && spec.report.x == spec.report.series)
+      throw ConfigError(r.file + ": report.x and report.series name the same key");
+  }
+  return spec;
+}
+
+}  // namespace
+
+SweepSpec load_sweep(const fs::path& file) {
+  if (!fs::exists(file)) throw ConfigError(file.string() + ": sweep file not found");
+  try {
+    return parse(file, YAML::Load(read_file(file)));
+  } catch (const YAML::Exception& e) {
+    // Syntax errors, and values of the wrong kind (e.g. a list where a name belongs).
+    const std::string where = e.mark.is_null() ? file.string() : file.string() + ":" + std::to_string(e.mark.line + 1);
+    throw ConfigError(where + ": " + (dynamic_cast<const YAML::ParserException*>(&e) ? "YAML syntax error: " : "") + e.msg);
+  }
+}
+
+std::vector<std::string> swept_keys(const SweepSpec& spec) {
+  std::vector<std::string> keys;
+  for (const auto& a : spec.axes) keys.insert(keys.end(), a.keys.begin(), a.keys.end());
+  return keys;
+}
+
+std::vector<PlannedRun> expand(const SweepSpec& spec) {
+  // Name each run by the first key of every axis (zip partners follow it), by the key's
+  // last component unless two axes share it.
+  std::map<std::string, int> last_count;
+  for (const auto& a : spec.axes) ++last_count[last_component(a.keys.front())];
+  std::vector<std::string> label;
+  for (const auto& a : spec.axes) {
+    const std::string& k = a.keys.front();
+    label.push_back(last_count[last_component(k)] > 1 ? k : last_component(k));
+  }
+
+  std::vector<PlannedRun> runs;
+  std::vector<size_t> index(spec.axes.size(), 0);
+  std::map<std::string, size_t> names;
+  while (true) {
+    PlannedRun run;
+    for (const auto& [k, v] : spec.set) run.overrides.push_back(k + "=" + v);
+    for (size_t a = 0; a < spec.axes.size(); ++a) {
+      const auto& axis = spec.axes[a];
+      const auto& point = axis.points[index[a]];
+      run.name += (a ? "," : "") + label[a] + "=" + name_part(point.front());
+      if (!axis.variant_sets.empty()) {
+        run.swept.emplace_back(axis.keys.front(), point.front());
+        for (const auto& [k, v] : axis.variant_sets[index[a]]) run.overrides.push_back(k + "=" + v);
+        continue;
+      }
+      for (size_t k = 0; k < axis.keys.size(); ++k) {
+        run.swept.emplace_back(axis.keys[k], point[k]);
+        run.overrides.push_back(axis.keys[k] + "=" + point[k]);
+      }
+    }
+    for (const auto& c : spec.overrides) {
+      const bool match = std::all_of(c.when.begin(), c.when.end(), [&](const auto& cond) {
+        for (const auto& [k, v] : run.swept)
+          if (k == cond.first)
+            return std::any_of(cond.second.begin(), cond.second.end(), [&](const std::string& want) { return same_value(v, want); });
+        return false;
+      });
+      if (match)
+        for (const auto& [k, v] : c.set) run.overrides.push_back(k + "=" + v);
+    }
+    run.overrides.push_back("name=" + run.name);
+    if (!names.emplace(run.name, runs.size()).second)
+      throw ConfigError(spec.file.string() + ": two runs would share the directory name '" + run.name +
+                        "' (values that differ only in characters a file name cannot hold); rename a value");
+    runs.push_back(std::move(run));
+    // Odometer: the last axis varies fastest.
+    size_t a = spec.axes.size();
+    while (a > 0) {
+      --a;
+      if (++index[a] < spec.axes[a].points.size()) break;
+      index[a] = 0;
+      if (a == 0) return runs;
+    }
+  }
+}
+
+}  // namespace biaslab::sweep

@@ -1,0 +1,74 @@
+#pragma once
+// A sweep file: a base config, dotted-key overrides for every run (`set`), axes
+// (`grid`: one key per axis; `zip`: keys that vary together; `variants`: an axis of
+// named override sets, e.g. cnn / vit_window5), per-value overrides
+// (`overrides`: a `set` applied to the runs whose swept values match `when`) and what
+// the report plots (`report`). Expanding it gives one planned run per grid point, each
+// a list of KEY=VALUE overrides of the base config and a stable name built from its
+// swept values. This header does not expose yaml-cpp.
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace biaslab::sweep {
+
+using KeyValue = std::pair<std::string, std::string>;  ///< dotted key, value as YAML text
+
+struct Axis {
+  std::vector<std::string> keys;                 ///< one key (grid), several (zip) or the axis name (variants)
+  std::vector<std::vector<std::string>> points;  ///< points[i][k]: value of keys[k] at point i
+  /// variants only: the overrides each named point stands for (empty for grid and zip).
+  std::vector<std::vector<KeyValue>> variant_sets;
+};
+
+struct ConditionalSet {
+  std::vector<std::pair<std::string, std::vector<std::string>>> when;  ///< key -> accepted values
+  std::vector<KeyValue> set;
+};
+
+struct ReportSpec {
+  std::string metric = "final.test_acc";  ///< final.<m> or best.<m> from summary.json, an accuracy (*_acc)
+  std::string x;       ///< swept key on the x axis of the line plot ("" = none)
+  std::string series;  ///< swept key naming the lines and bars ("" = every other swept key)
+};
+
+struct SweepSpec {
+  std::filesystem::path file;     ///< the sweep file
+  std::string name;
+  std::string base_yaml;          ///< the base config's text
+  std::string base_source;        ///< its file name (or "<file>: base") for messages
+  std::filesystem::path base_file; ///< the base config file ("" when given inline)
+  std::vector<KeyValue> set;
+  std::vector<Axis> axes;
+  std::vector<ConditionalSet> overrides;
+  ReportSpec report;
+};
+
+struct PlannedRun {
+  std::string name;                 ///< stable directory name, e.g. preset=vit_lite_p4,seed=0
+  std::vector<KeyValue> swept;      ///< every swept key with its value, in axis order
+  std::vector<std::string> overrides;  ///< KEY=VALUE for load_config: set, swept, matching overrides
+};
+
+/// Reads and checks a sweep file. ConfigError naming file:line and key on bad input.
+SweepSpec load_sweep(const std::filesystem::path& file);
+
+/// The runs of the grid, last axis varying fastest. ConfigError when two runs would
+/// get the same name.
+std::vector<PlannedRun> expand(const SweepSpec& spec);
+
+/// Swept keys in axis order (zip partners included).
+std::vector<std::string> swept_keys(const SweepSpec& spec);
+
+/// True for keys that only replicate a run (their last component ends in "seed"): the
+/// report averages over them.
+bool is_replicate_key(const std::string& key);
+
+/// The last component of a dotted key ("data.train_fraction" -> "train_fraction").
+std::string last_component(const std::string& key);
+
+/// Two YAML scalars denote the same value (numbers compared as numbers).
+bool same_value(const std::string& a, const std::string& b);
+
+}  // namespace biaslab::sweep

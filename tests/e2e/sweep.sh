@@ -1,0 +1,138 @@
+# biaslab sweep and report end to end: a tiny sweep with one failing configuration,
+# killed midway and rerun (finished runs are not rerun, the interrupted run resumes,
+# failures are recorded and retried only on request), a changed sweep file refused,
+# the emitted command reproducing a run, the Slurm script, the directory lock, and
+# the report's files.
+source "$(dirname "$0")/lib.sh" "$@"
+cd "$WORK"
+cat > sweep.yaml <<'YAML'
+name: tiny
+base:
+  model: {preset: resnet20}
+  data: {preset: fashion_mnist, train_per_class: 20, test_fraction: 0.05}
+  optim: {name: adamw, lr: 1.0e-3}
+  train: {steps: 20, batch_size: 32, log_every: 1000, checkpoint_every: 5}
+  runtime: {threads: 1}
+variants:
+  model:
+    cnn: {model.widths: [8, 16, 32], model.layers: [1, 1, 1]}
+    vit: {model.preset: vit_lite_p4, model.depth: 1, model.embed_dim: 32, model.num_heads: 2, train.steps: 300}
+    broken: {model.widths: [8, 16, 32], model.layers: [1, 1, 1], data.root: /nonexistent/fashion-mnist}
+grid:
+  runtime.seed: [0, 1]
+YAML
+D=runs/sweeps/tiny
+state() { python3 -c "import json,sys; print(json.load(open('$D/ledger.json'))['runs']['$1']['state'])"; }
+attempts() { grep -c '^=== biaslab sweep: attempt' "$D/logs/$1.log"; }
+
+# --dry-run lists the six runs and writes nothing.
+out=$("$BIASLAB" sweep -c sweep.yaml --dry-run)
+grep -q "sweep tiny: 6 runs" <<<"$out" || fail "dry run: $out"
+grep -q "model=vit,seed=1" <<<"$out" || fail "dry run lacks model=vit,seed=1: $out"
+[[ ! -e runs ]] || fail "--dry-run wrote files"
+
+# First attempt: killed with SIGKILL while model=vit,seed=0 runs (after a checkpoint).
+"$BIASLAB" sweep -c sweep.yaml --jobs 1 --threads 1 > first.log 2>&1 &
+sweep_pid=$!
+for _ in $(seq 600); do
+  [[ -f $D/runs/model=vit,seed=0/checkpoints/last.pt ]] && break
+  sleep 0.1
+done
+[[ -f $D/runs/model=vit,seed=0/checkpoints/last.pt ]] || { cat first.log; fail "model=vit,seed=0 never checkpointed"; }
+kill -9 $sweep_pid
+wait $sweep_pid 2>/dev/null || true
+[[ $(state model=vit,seed=0) == running ]] || fail "the ledger should still say running for the killed sweep's run"
+# The orphaned run is told to stop (parent-death signal) and exits after its checkpoint.
+run_pid=$(python3 -c "import json; print(json.load(open('$D/ledger.json'))['runs']['model=vit,seed=0']['pid'])")
+for _ in $(seq 300); do kill -0 "$run_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$run_pid" 2>/dev/null && fail "the run of the killed sweep kept running"
+[[ ! -f $D/runs/model=vit,seed=0/summary.json ]] || fail "model=vit,seed=0 finished before the kill; the test needs it interrupted"
+cnn0_summary=$(stat -c %Y.%s "$D/runs/model=cnn,seed=0/summary.json")
+
+# Rerun: finished runs skipped, the interrupted one resumed, the broken ones failed.
+status=0
+"$BIASLAB" sweep -c sweep.yaml --jobs 2 --threads 1 > second.log 2>&1 || status=$?
+[[ $status == 6 ]] || { cat second.log; fail "a sweep with failed runs should exit 6, got $status"; }
+grep -q "left 'running' by a sweep that died" second.log || fail "the dead sweep's run was not detected"
+[[ $(stat -c %Y.%s "$D/runs/model=cnn,seed=0/summary.json") == "$cnn0_summary" ]] || fail "a finished run was rerun"
+[[ $(attempts model=cnn,seed=0) == 1 ]] || fail "model=cnn,seed=0 was started again"
+python3 -c "import json,sys; m=json.load(open('$D/runs/model=vit,seed=0/meta.json')); sys.exit(0 if m.get('resumed') else 1)" \
+  || fail "model=vit,seed=0 did not resume from its checkpoint"
+for r in model=cnn,seed=0 model=cnn,seed=1 model=vit,seed=0 model=vit,seed=1; do
+  [[ $(state $r) == done ]] || fail "$r is $(state $r), expected done"
+done
+for r in model=broken,seed=0 model=broken,seed=1; do
+  [[ $(state $r) == failed ]] || fail "$r is $(state $r), expected failed"
+  python3 - "$D/ledger.json" "$r" <<'PY' || fail "$r: ledger lacks exit status 3 and the reason"
+import json, sys
+e = json.load(open(sys.argv[1]))["runs"][sys.argv[2]]
+sys.exit(0 if e["exit_status"] == 3 and "data error" in e["reason"] and "/nonexistent" in e["reason"] else 1)
+PY
+done
+echo "ok: killed sweep rerun: finished runs kept, interrupted run resumed, failures recorded"
+
+# A third run does nothing; --retry-failed tries the failed runs again.
+status=0
+"$BIASLAB" sweep -c sweep.yaml --threads 1 > third.log 2>&1 || status=$?
+[[ $status == 6 ]] || fail "third run: exit $status"
+[[ $(attempts model=broken,seed=0) == 1 && $(attempts model=vit,seed=1) == 1 ]] || fail "third run started runs"
+status=0
+"$BIASLAB" sweep -c sweep.yaml --threads 1 --retry-failed > retry.log 2>&1 || status=$?
+[[ $status == 6 && $(attempts model=broken,seed=0) == 2 && $(attempts model=cnn,seed=1) == 1 ]] \
+  || fail "--retry-failed should rerun exactly the failed runs (exit $status)"
+echo "ok: --retry-failed"
+
+# Another sweep holding the directory is refused.
+flock "$D/.lock" sleep 3 &
+sleep 0.5
+expect_status 5 "in use by another biaslab sweep" -- "$BIASLAB" sweep -c sweep.yaml
+wait
+
+# A changed sweep file is refused; --force adopts it and restarts only the changed runs.
+sed 's/train_per_class: 20/train_per_class: 21/' sweep.yaml > changed.yaml
+expect_status 2 "different sweep definition" "train_per_class" -- "$BIASLAB" sweep -c changed.yaml --out $D
+sed 's/steps: 300}/steps: 301}/' sweep.yaml > vit_changed.yaml
+status=0
+"$BIASLAB" sweep -c vit_changed.yaml --out $D --force --threads 1 > force.log 2>&1 || status=$?
+[[ $status == 6 ]] || { cat force.log; fail "--force run: exit $status"; }
+[[ -d $D/discarded/model=vit,seed=0 && $(attempts model=cnn,seed=0) == 1 ]] \
+  || fail "--force should set aside and rerun only the runs whose config changed"
+grep -q '"steps": 301' "$D/runs/model=vit,seed=1/summary.json" || fail "the changed run was not rerun"
+echo "ok: changed sweep refused, --force restarts only the changed runs"
+
+# The emitted command reproduces a run.
+cmd=$("$BIASLAB" sweep -c vit_changed.yaml --out $D --emit commands | grep "model=cnn,seed=1")
+[[ $cmd == *"train -c "*"/configs/model=cnn,seed=1.yaml --out "* ]] || fail "unexpected command: $cmd"
+eval "${cmd%% --out *} --out again" > again.log 2>&1 || { cat again.log; fail "the emitted command failed"; }
+for k in weights_fingerprint final; do
+  a=$(python3 -c "import json; print(json.load(open('again/summary.json'))['$k'])")
+  b=$(python3 -c "import json; print(json.load(open('$D/runs/model=cnn,seed=1/summary.json'))['$k'])")
+  [[ $a == "$b" ]] || fail "the emitted command gave $k $a, the sweep $b"
+done
+echo "ok: the emitted command reproduces the run bitwise"
+
+# A run directory in use by another process is refused too.
+flock "$D/runs/model=cnn,seed=1/.lock" sleep 5 &
+sleep 0.5
+read -ra train_cmd <<<"${cmd%% --out *}"
+expect_status 5 "is in use by another biaslab process" -- "${train_cmd[@]}" --out "$D/runs/model=cnn,seed=1"
+wait
+
+# Slurm array job.
+"$BIASLAB" sweep -c vit_changed.yaml --out $D --emit slurm --cpus-per-task 3 > slurm.log
+grep -q -- "--array=0-5" $D/sweep.slurm && grep -q -- "--cpus-per-task=3" $D/sweep.slurm || fail "sweep.slurm: $(cat $D/sweep.slurm)"
+[[ $(wc -l < $D/commands.txt) == 6 ]] || fail "commands.txt should have 6 lines"
+bash -n $D/sweep.slurm || fail "sweep.slurm is not valid bash"
+echo "ok: --emit slurm"
+
+# Report.
+"$BIASLAB" report $D > report.log 2>&1 || { cat report.log; fail "report failed"; }
+for f in results.csv summary.csv summary.md report.md bars.png curves.png; do
+  [[ -s $D/report/$f ]] || fail "report did not write $f"
+done
+[[ $(head -c 8 $D/report/bars.png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "bars.png is not a PNG"
+[[ $(grep -c . $D/report/results.csv) == 7 ]] || fail "results.csv should have a header and 6 rows"
+grep -q "^\"model=broken,seed=0\",broken,0,failed," $D/report/results.csv || fail "results.csv: failed run row: $(cat $D/report/results.csv)"
+grep -q "| cnn | resnet |" $D/report/summary.md || fail "summary.md: $(cat $D/report/summary.md)"
+expect_status 5 "no plan.json" -- "$BIASLAB" report "$WORK"
+echo "ok: report"

@@ -1,0 +1,179 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/fs.h"
+#include "sweep/plan.h"
+#include "sweep/report.h"
+#include "test_util.h"
+
+using namespace biaslab;
+using namespace biaslab::sweep;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A sweep directory with hand-written results: ViT ahead at 10% of the data, ResNet
+// ahead at 100%; one run never finished.
+struct FakeSweep {
+  test::TempDir dir;
+  Plan plan;
+  Layout layout{dir / "sweep"};
+  // final test accuracy by (preset, fraction) for seeds 0, 1, 2
+  std::map<std::pair<std::string, std::string>, std::vector<double>> acc = {
+      {{"resnet20", "0.1"}, {0.80, 0.82, 0.84}},
+      {{"resnet20", "1.0"}, {0.91, 0.93, 0.95}},
+      {{"vit_lite_p4", "0.1"}, {0.85, 0.86, 0.87}},
+      {{"vit_lite_p4", "1.0"}, {0.90, 0.90, -1}},  // seed 2 never finished
+  };
+  FakeSweep() {
+    test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+    test::write_text(dir / "s.yaml", R"(
+base: base.yaml
+grid:
+  model.preset: [resnet20, vit_lite_p4]
+  runtime.seed: [0, 1, 2]
+zip:
+  - data.train_fraction: [0.1, 1.0]
+    train.eval_every: [3, 1]
+report: {series: model.preset}
+)");
+    const SweepSpec spec = load_sweep(dir / "s.yaml");
+    plan = make_plan(spec);
+    prepare(layout, spec, plan, resolve_configs(spec, plan), false);
+    for (const auto& run : plan.runs) {
+      const std::string preset = run.swept[0].second, seed = run.swept[1].second, fraction = run.swept[2].second;
+      const double a = acc.at({preset, fraction}).at(std::stoul(seed));
+      if (a < 0) continue;
+      const fs::path d = layout.run_dir(run.name);
+      fs::create_directories(d);
+      const nlohmann::json summary = {
+          {"model", {{"family", preset == "resnet20" ? "resnet" : "vit"}, {"preset", preset}, {"parameters", 1000},
+                     {"flops_per_image", 2000000}}},
+          {"data", {{"train_size", fraction == "0.1" ? 6000 : 60000}}},
+          {"final", {{"epoch", 3}, {"test_acc", a}, {"test_loss", 0.5}}},
+          {"best", {{"epoch", 3}, {"test_acc", a}}},
+          {"images_seen", 1280},
+          {"steps", 10},
+          {"epochs", 3}};
+      atomic_write(d / "summary.json", summary.dump());
+      atomic_write(d / "metrics.csv", fmt::format("epoch,step,lr,train_loss,train_acc,val_loss,val_acc,test_loss,test_acc,"
+                                                  "skipped_steps\n1,4,0.1,1,0.5,,,,,0\n2,8,0.1,1,0.5,,,0.6,{},0\n"
+                                                  "3,10,0.1,1,0.5,,,0.5,{},0\n",
+                                                  a - 0.1, a));
+    }
+  }
+};
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& file) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(read_file(file));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(std::exchange(cell, ""));
+      else cell += c;
+    }
+    cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(Report, GroupsOverSeedsWithHandComputedStatistics) {
+  FakeSweep f;
+  const auto out = write_report(f.layout, f.plan, f.layout.root / "report");
+  const auto rows = read_csv(f.layout.root / "report" / "summary.csv");
+  ASSERT_EQ(rows.size(), 5u);  // header + 4 configurations
+  EXPECT_EQ(rows[0][0], "model.preset");
+  EXPECT_EQ(rows[0][1], "data.train_fraction");
+  const auto col = [&](const std::string& name) {
+    return size_t(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
+  };
+  // resnet20 at 1.0: 0.91, 0.93, 0.95 -> mean 0.93, sd 0.02, half width 4.3027 * 0.02 / sqrt(3)
+  const auto& r = rows[2];
+  EXPECT_EQ(r[0], "resnet20");
+  EXPECT_EQ(r[1], "1.0");
+  EXPECT_EQ(r[col("n")], "3");
+  EXPECT_NEAR(std::stod(r[col("final.test_acc_mean")]), 0.93, 1e-9);
+  EXPECT_NEAR(std::stod(r[col("final.test_acc_sd")]), 0.02, 1e-9);
+  const double half = 4.3027 * 0.02 / std::sqrt(3.0);
+  EXPECT_NEAR(std::stod(r[col("final.test_acc_ci95_low")]), 0.93 - half, 1e-5);
+  EXPECT_NEAR(std::stod(r[col("final.test_acc_ci95_high")]), 0.93 + half, 1e-5);
+  EXPECT_EQ(r[col("family")], "resnet");
+  // vit at 1.0: two of three runs finished: 0.90, 0.90.
+  EXPECT_EQ(rows[4][col("n")], "2");
+  EXPECT_EQ(rows[4][col("planned")], "3");
+  EXPECT_NEAR(std::stod(rows[4][col("final.test_acc_mean")]), 0.90, 1e-9);
+  EXPECT_NEAR(std::stod(rows[4][col("final.test_acc_sd")]), 0.0, 1e-9);
+
+  const auto results = read_csv(f.layout.root / "report" / "results.csv");
+  ASSERT_EQ(results.size(), 13u);
+  EXPECT_EQ(results[0][0], "run");
+  int missing = 0;
+  for (const auto& row : results) missing += row[5] == "missing";  // run, 4 swept keys, state
+  EXPECT_EQ(missing, 1);
+
+  // Verdict: ViT leads at 10%, ResNet overtakes at 100%; the CNN's advantage moves from
+  // 82 - 86 = -4 points to 93 - 90 = +3 points.
+  EXPECT_NE(out.summary_markdown.find("The leader changes at train_fraction = 1.0: resnet20 overtakes vit_lite_p4"),
+            std::string::npos)
+      << out.summary_markdown;
+  EXPECT_NE(out.summary_markdown.find("-4.00 points at train_fraction = 0.1, +3.00 points at train_fraction = 1.0"),
+            std::string::npos)
+      << out.summary_markdown;
+  EXPECT_NE(out.summary_markdown.find("1 planned run(s) have no results yet"), std::string::npos);
+  for (const char* png : {"accuracy_vs_train_fraction.png", "bars.png", "curves_train_fraction=0.1.png",
+                          "curves_train_fraction=1.0.png"}) {
+    const fs::path p = f.layout.root / "report" / png;
+    ASSERT_TRUE(fs::exists(p)) << png;
+    EXPECT_EQ(read_file(p).substr(1, 3), "PNG") << png;
+  }
+  EXPECT_NE(read_file(f.layout.root / "report" / "report.md").find("![bars.png](bars.png)"), std::string::npos);
+}
+
+TEST(Report, WithoutADataAxisReportsEachKeysEffect) {
+  test::TempDir dir;
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+  test::write_text(dir / "s.yaml", R"(
+base: base.yaml
+grid:
+  model.norm: [batchnorm, none]
+  model.residual: [true, false]
+  runtime.seed: [0, 1]
+)");
+  const SweepSpec spec = load_sweep(dir / "s.yaml");
+  const Plan plan = make_plan(spec);
+  const Layout layout{dir / "sweep"};
+  prepare(layout, spec, plan, resolve_configs(spec, plan), false);
+  // accuracy = 0.9 - 0.1 (no norm) - 0.2 (no residual) + 0.01 * seed
+  for (const auto& run : plan.runs) {
+    const double a = 0.9 - (run.swept[0].second == "none" ? 0.1 : 0) - (run.swept[1].second == "false" ? 0.2 : 0) +
+                     0.01 * std::stoi(run.swept[2].second);
+    fs::create_directories(layout.run_dir(run.name));
+    atomic_write(layout.run_dir(run.name) / "summary.json",
+                 nlohmann::json{{"model", {{"family", "resnet"}}}, {"data", {{"train_size", 100}}},
+                                {"final", {{"test_acc", a}}}, {"best", {{"epoch", 1}}}}
+                     .dump());
+  }
+  const auto out = write_report(layout, plan, layout.root / "report");
+  EXPECT_NE(out.summary_markdown.find("Best: norm=batchnorm, residual=true (90.50%); worst: norm=none, residual=false (60.50%)"),
+            std::string::npos)
+      << out.summary_markdown;
+  // Within norm=batchnorm: residual true 90.5, false 70.5.
+  EXPECT_NE(out.summary_markdown.find("- norm = batchnorm: residual (true 90.50%, false 70.50%)."), std::string::npos)
+      << out.summary_markdown;
+  EXPECT_TRUE(fs::exists(layout.root / "report" / "bars.png"));
+}

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/fs.h"
+#include "sweep/plan.h"
+#include "test_util.h"
+
+using namespace biaslab;
+using namespace biaslab::sweep;
+namespace fs = std::filesystem;
+
+namespace {
+SweepSpec write_and_load(const test::TempDir& dir, const std::string& depths) {
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+  test::write_text(dir / "s.yaml", "base: base.yaml\ngrid:\n  model.layers: " + depths + "\n  runtime.seed: [0]\n");
+  return load_sweep(dir / "s.yaml");
+}
+}  // namespace
+
+TEST(SweepPlan, ResolvedConfigsAndStoredPlanRoundTrip) {
+  test::TempDir dir;
+  const SweepSpec spec = write_and_load(dir, "[[1, 1, 1], [2, 2, 2]]");
+  const Plan plan = make_plan(spec);
+  const auto configs = resolve_configs(spec, plan);
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_NE(configs[1].find("layers: [2, 2, 2]"), std::string::npos) << configs[1];
+  EXPECT_NE(configs[1].find("layers=2-2-2,seed=0"), std::string::npos);
+  const Layout layout{dir / "sweep"};
+  prepare(layout, spec, plan, configs, false);
+  EXPECT_EQ(read_file(layout.config(plan.runs[1].name)), configs[1]);
+  const Plan back = read_plan(layout.root);
+  EXPECT_EQ(back.keys, plan.keys);
+  EXPECT_EQ(back.axes, plan.axes);
+  ASSERT_EQ(back.runs.size(), 2u);
+  EXPECT_EQ(back.runs[1].name, plan.runs[1].name);
+  EXPECT_EQ(back.runs[1].overrides, plan.runs[1].overrides);
+  EXPECT_EQ(back.runs[1].swept, plan.runs[1].swept);
+  // Same definition again: accepted, nothing to restart.
+  EXPECT_TRUE(prepare(layout, spec, plan, configs, false).empty());
+}
+
+TEST(SweepPlan, AChangedDefinitionIsRefusedUnlessForced) {
+  test::TempDir dir;
+  const Layout layout{dir / "sweep"};
+  {
+    const SweepSpec spec = write_and_load(dir, "[[1, 1, 1], [2, 2, 2]]");
+    const Plan plan = make_plan(spec);
+    prepare(layout, spec, plan, resolve_configs(spec, plan), false);
+    fs::create_directories(layout.run_dir(plan.runs[0].name));
+    test::write_text(layout.run_dir(plan.runs[0].name) / "summary.json", "{}");
+  }
+  // The base config changes under the same sweep file: every run's config differs.
+  {
+    test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist, hflip: true}\n");
+    test::write_text(dir / "s.yaml", "base: base.yaml\ngrid:\n  model.layers: [[1, 1, 1], [2, 2, 2]]\n  runtime.seed: [0]\n");
+    const SweepSpec spec = load_sweep(dir / "s.yaml");
+    const Plan plan = make_plan(spec);
+    const auto configs = resolve_configs(spec, plan);
+    try {
+      prepare(layout, spec, plan, configs, false);
+      FAIL() << "a changed definition was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("different sweep definition"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("hflip"), std::string::npos) << e.what();
+    }
+    const auto restarted = prepare(layout, spec, plan, configs, true);
+    EXPECT_EQ(restarted.size(), 2u);
+    // The finished run's directory is set aside, not deleted.
+    EXPECT_FALSE(fs::exists(layout.run_dir(plan.runs[0].name)));
+    EXPECT_TRUE(fs::exists(layout.root / "discarded" / plan.runs[0].name / "summary.json"));
+  }
+}
+
+TEST(SweepPlan, AnInvalidRunConfigNamesTheSweepAndTheRun) {
+  test::TempDir dir;
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+  test::write_text(dir / "s.yaml", "base: base.yaml\ngrid:\n  model.depth: [2]\n");
+  const SweepSpec spec = load_sweep(dir / "s.yaml");
+  try {
+    resolve_configs(spec, make_plan(spec));
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("s.yaml: run 'depth=2'"), std::string::npos) << what;
+    EXPECT_NE(what.find("model.depth"), std::string::npos) << what;
+  }
+  EXPECT_THROW(read_plan(dir / "nothing"), CheckpointError);
+}
