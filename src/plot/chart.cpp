@@ -16,7 +16,8 @@ namespace biaslab::plot {
 namespace {
 
 constexpr int kWidth = 1000, kHeight = 640;
-constexpr int kLeft = 90, kRight = 260, kTop = 60, kBottom = 80;  // plot-area margins (legend on the right)
+constexpr int kLeft = 90, kTop = 60, kBottom = 80;  // plot-area margins; the right one holds the legend
+constexpr int kMinRight = 160, kMaxRight = 420;
 const cv::Scalar kBlack(0, 0, 0), kGrid(225, 225, 225), kAxis(60, 60, 60);
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 
@@ -46,6 +47,19 @@ void vertical_text(cv::Mat& img, const std::string& s, cv::Point centre, double 
   if (x + rotated.cols <= img.cols && y + rotated.rows <= img.rows) rotated.copyTo(img(cv::Rect(x, y, rotated.cols, rotated.rows)));
 }
 
+// Series 0-9 get circles, 10-19 squares, then diamonds: colours repeat after ten.
+void marker(cv::Mat& img, cv::Point p, size_t series, const cv::Scalar& fill = cv::Scalar(-1, 0, 0)) {
+  const cv::Scalar c = fill[0] < 0 ? colour(series) : fill;
+  if (series < 10) {
+    cv::circle(img, p, 4, c, cv::FILLED, cv::LINE_AA);
+  } else if (series < 20) {
+    cv::rectangle(img, {p.x - 4, p.y - 4}, {p.x + 4, p.y + 4}, c, cv::FILLED);
+  } else {
+    const std::vector<cv::Point> diamond = {{p.x, p.y - 5}, {p.x + 5, p.y}, {p.x, p.y + 5}, {p.x - 5, p.y}};
+    cv::fillConvexPoly(img, diamond, c, cv::LINE_AA);
+  }
+}
+
 std::string tick_label(double v) {
   if (v == 0) return "0";
   const double a = std::abs(v);
@@ -66,7 +80,16 @@ std::string fit(const std::string& s, double scale, int max_px) {
 
 struct Frame {
   cv::Mat img{kHeight, kWidth, CV_8UC3, cv::Scalar(255, 255, 255)};
-  cv::Rect area{kLeft, kTop, kWidth - kLeft - kRight, kHeight - kTop - kBottom};
+  cv::Rect area;
+  int right = kMinRight;
+
+  // The legend's labels decide the right margin (within limits; longer ones are shortened).
+  explicit Frame(const std::vector<std::string>& labels) {
+    int base = 0;
+    for (const auto& l : labels) right = std::max(right, cv::getTextSize(l, kFont, 0.45, 1, &base).width + 60);
+    right = std::min(right, kMaxRight);
+    area = cv::Rect(kLeft, kTop, kWidth - kLeft - right, kHeight - kTop - kBottom);
+  }
   double y_lo = 0, y_hi = 1;
   // Pixel row of y, clipped to the plot area (error bars end at the axis limits).
   int py(double y) const {
@@ -75,7 +98,11 @@ struct Frame {
   }
 
   void frame(const std::string& title, const std::string& x_label, const std::string& y_label) {
-    text(img, title, {kWidth / 2 - kRight / 2 + kLeft / 2, 36}, 0.75, 1, kBlack, 2);
+    // The title is centred on the image and shrunk until it fits.
+    double scale = 0.75;
+    int base = 0;
+    while (scale > 0.4 && cv::getTextSize(title, kFont, scale, 2, &base).width > kWidth - 30) scale -= 0.05;
+    text(img, title, {kWidth / 2, 36}, scale, 1, kBlack, 2);
     text(img, x_label, {area.x + area.width / 2, kHeight - 22}, 0.6, 1);
     vertical_text(img, y_label, {24, area.y + area.height / 2}, 0.6);
   }
@@ -95,12 +122,13 @@ struct Frame {
     }
   }
   void border() { cv::rectangle(img, area, kAxis, 1); }
-  void legend(const std::vector<std::string>& labels) {
+  void legend(const std::vector<std::string>& labels, bool markers) {
     int y = area.y + 10;
     for (size_t i = 0; i < labels.size(); ++i, y += 24) {
       const int x = area.x + area.width + 18;
       cv::rectangle(img, {x, y - 10}, {x + 22, y + 2}, colour(i), cv::FILLED);
-      text(img, fit(labels[i], 0.45, kRight - 50), {x + 30, y + 1}, 0.45);
+      if (markers && i >= 10) marker(img, {x + 11, y - 4}, i, cv::Scalar(255, 255, 255));
+      text(img, fit(labels[i], 0.45, right - 50), {x + 30, y + 1}, 0.45);
     }
   }
   void save(const std::filesystem::path& png) {
@@ -136,7 +164,9 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
 }
 
 void draw(const LineChart& chart, const std::filesystem::path& png) {
-  Frame f;
+  std::vector<std::string> labels;
+  for (const auto& l : chart.lines) labels.push_back(l.label);
+  Frame f(labels);
   f.frame(chart.title, chart.x_label, chart.y_label);
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_lo = x_lo, y_hi = -x_lo;
   for (const auto& l : chart.lines)
@@ -187,14 +217,17 @@ void draw(const LineChart& chart, const std::filesystem::path& png) {
     text(f.img, tick_label(t), {px(t), f.area.y + f.area.height + 22}, 0.45, 1);
   }
   f.border();
-  std::vector<std::string> labels;
+  bool has_err = false;
+  for (const auto& l : chart.lines)
+    for (double e : l.err) has_err = has_err || e > 0;
   for (size_t s = 0; s < chart.lines.size(); ++s) {
     const auto& l = chart.lines[s];
-    labels.push_back(l.label);
     std::vector<cv::Point> pts;
+    // With error bars, lines side by side a few pixels apart so the bars stay readable.
+    const int dodge = has_err ? int(std::lround((double(s) - double(chart.lines.size() - 1) / 2.0) * 5.0)) : 0;
     for (size_t i = 0; i < l.x.size(); ++i) {
       if (!std::isfinite(l.y[i])) continue;
-      const cv::Point p{px(l.x[i]), f.py(l.y[i])};
+      const cv::Point p{px(l.x[i]) + dodge, f.py(l.y[i])};
       pts.push_back(p);
       if (!l.err.empty() && l.err[i] > 0) {
         const int top = f.py(l.y[i] + l.err[i]), bottom = f.py(l.y[i] - l.err[i]);
@@ -204,14 +237,14 @@ void draw(const LineChart& chart, const std::filesystem::path& png) {
       }
     }
     if (pts.size() > 1) cv::polylines(f.img, pts, false, colour(s), 2, cv::LINE_AA);
-    for (const auto& p : pts) cv::circle(f.img, p, 4, colour(s), cv::FILLED, cv::LINE_AA);
+    for (const auto& p : pts) marker(f.img, p, s);
   }
-  f.legend(labels);
+  f.legend(labels, true);
   f.save(png);
 }
 
 void draw(const BarChart& chart, const std::filesystem::path& png) {
-  Frame f;
+  Frame f(chart.bars);
   f.frame(chart.title, "", chart.y_label);
   double hi = 0.0, lo = 0.0;
   for (size_t b = 0; b < chart.value.size(); ++b)
@@ -222,7 +255,7 @@ void draw(const BarChart& chart, const std::filesystem::path& png) {
       hi = std::max(hi, v + e);
       lo = std::min(lo, v - e);
     }
-  f.y_axis(lo, hi * 1.05, std::nan(""), chart.y_ceil);
+  f.y_axis(lo, hi * 1.05, chart.y_floor, chart.y_ceil);
   const int groups = int(chart.groups.size()), bars = int(chart.bars.size());
   const double slot = double(f.area.width) / std::max(1, groups);
   const double bar_w = slot * 0.8 / std::max(1, bars);
@@ -246,7 +279,7 @@ void draw(const BarChart& chart, const std::filesystem::path& png) {
     }
   }
   f.border();
-  f.legend(chart.bars);
+  f.legend(chart.bars, false);
   f.save(png);
 }
 

@@ -31,7 +31,8 @@ struct BarChart {
   std::vector<std::string> bars;        ///< bar labels (legend), one bar per group each
   std::vector<std::vector<double>> value;  ///< value[bar][group]; NaN = missing
   std::vector<std::vector<double>> err;    ///< same shape, error-bar half-lengths (may be empty)
-  double y_ceil = std::numeric_limits<double>::quiet_NaN();  ///< upper limit of the y axis; NaN = none
+  /// Limits the y axis never passes (error bars are cut there); NaN = none.
+  double y_floor = std::numeric_limits<double>::quiet_NaN(), y_ceil = std::numeric_limits<double>::quiet_NaN();
 };
 
 void draw(const LineChart& chart, const std::filesystem::path& png);

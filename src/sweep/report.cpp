@@ -382,7 +382,7 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
     plot::BarChart chart;
     chart.title = metric_name(m) + err_note;
     chart.y_label = metric_name(m) + " (%)";
-    if (is_accuracy) chart.y_ceil = 100;
+    if (is_accuracy) chart.y_floor = 0, chart.y_ceil = 100;
     for (const auto& c : clusters) chart.groups.push_back(last_component(cluster_keys.front()) + "=" + c[0]);
     for (const auto& b : bars) {
       chart.bars.push_back(bar_keys.empty() ? plan.name : label(bar_keys, b));
