@@ -9,6 +9,7 @@
 
 #include "config/loader.h"
 #include "core/build_info.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/file_lock.h"
 #include "core/fs.h"
@@ -31,13 +32,6 @@ using nlohmann::json;
 
 namespace {
 
-
-std::string now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 std::string hostname() {
   char buf[256] = {0};

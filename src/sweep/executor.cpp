@@ -17,6 +17,7 @@ extern char** environ;
 #include <map>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "sweep/ledger.h"
@@ -27,13 +28,6 @@ namespace biaslab::sweep {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&t));
-  return buf;
-}
 
 std::string quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/=+:@") ==
@@ -247,14 +241,14 @@ ExecSummary execute(const Layout& layout, const Plan& plan, const ExecOptions& o
         std::ofstream log(layout.log(name), std::ios::app);
         std::string cmd;
         for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + quote(a);
-        log << "=== biaslab sweep: attempt " << e.attempts + 1 << " at " << now_iso() << ": " << cmd << "\n";
+        log << "=== biaslab sweep: attempt " << e.attempts + 1 << " at " << now_iso8601() << ": " << cmd << "\n";
       }
       const pid_t pid = spawn(exe_fd, argv, layout.log(name));
       running[pid] = Running{name, Clock::now()};
       e.state = "running";
       e.pid = pid;
       e.attempts += 1;
-      e.started = now_iso();
+      e.started = now_iso8601();
       e.reason.clear();
       ledger.save();
       spdlog::info("start  {} ({})", name, progress());
@@ -274,7 +268,7 @@ ExecSummary execute(const Layout& layout, const Plan& plan, const ExecOptions& o
     const double seconds = std::chrono::duration<double>(Clock::now() - r.start).count();
     LedgerEntry& e = ledger[r.name];
     e.exit_status = code;
-    e.finished = now_iso();
+    e.finished = now_iso8601();
     e.duration_s = seconds;
     e.pid = 0;
     const bool complete = code == 0 && fs::exists(layout.run_dir(r.name) / "summary.json");
