@@ -23,7 +23,7 @@ case $torch in
     # The torch package folder holds lib/ and share/cmake/Torch; naming it (rather than
     # share/cmake) makes CMake find the wheel's libtorch.so before any system one.
     torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
-    args+=("-DCMAKE_PREFIX_PATH=$torch_dir")
+    args+=("-DCMAKE_PREFIX_PATH=$torch_dir" "-DBIASLAB_PYTHON=$venv/bin/python")
     ;;
   *) echo "build: --torch must be debian or pip, got '$torch'" >&2; exit 2 ;;
 esac

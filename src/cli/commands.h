@@ -15,6 +15,8 @@ void register_summary(CLI::App& app);
 void register_data(CLI::App& app);
 void register_sweep(CLI::App& app);
 void register_report(CLI::App& app);
+void register_export(CLI::App& app);
+void register_predict(CLI::App& app);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();

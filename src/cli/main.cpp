@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   cli::register_data(app);
   cli::register_sweep(app);
   cli::register_report(app);
+  cli::register_export(app);
+  cli::register_predict(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

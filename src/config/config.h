@@ -41,6 +41,10 @@ struct ModelConfig {
   int64_t gpsa_layers = 0;       ///< leading blocks with ConViT gated positional self-attention
   double locality_strength = 1.0;  ///< GPSA: initial sharpness of the convolution-like positional attention
   bool rezero = false;           ///< ReZero: a scalar residual gain from 0 on every branch
+  // Start from weights saved elsewhere (export/weights.h): a torch.save'd dict of tensors
+  // or a TorchScript module, torchvision / timm / biaslab names. Fresh runs only.
+  std::string init_from;         ///< "" = the family's own initialisation
+  std::vector<std::string> init_skip;  ///< key prefixes left at their initialisation (e.g. [head] for new classes)
 };
 
 struct DataConfig {

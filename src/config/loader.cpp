@@ -352,6 +352,8 @@ FieldTable make_table(Config& c) {
   t.number("model.locality_strength", m.locality_strength, 0.0, 100.0);
   t.boolean("model.rezero", m.rezero);
   t.family_scope = {};
+  t.text("model.init_from", m.init_from);
+  t.list("model.init_skip", m.init_skip, "key prefixes", 0.0);
 
   DataConfig& d = c.data;
   t.text("data.preset", d.preset);
@@ -587,6 +589,7 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
               "choose one residual gain: ReZero (a scalar from 0) or LayerScale (model.layer_scale_init), not both");
   }
 
+  k.require(!m.init_from.empty() || m.init_skip.empty(), "model.init_skip", "needs model.init_from");
   k.require(d.train_fraction == 1.0 || d.train_per_class == 0, "data.train_per_class",
             "set either data.train_fraction or data.train_per_class, not both");
   k.require(c.train.early_stop_patience == 0 || d.val_fraction > 0.0, "train.early_stop_patience",

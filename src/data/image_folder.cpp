@@ -29,9 +29,9 @@ std::string zero_pad(int64_t v, int width) {
   return std::string(size_t(std::max<int>(0, width - int(s.size()))), '0') + s;
 }
 
-// Decodes `path` to a size x size image with `channels` channels into `out` (C, H, W);
-// false for anything OpenCV cannot decode or convert.
-bool decode(const std::string& path, const FolderReadOptions& o, torch::Tensor out) {
+}  // namespace
+
+bool decode_image(const std::string& path, const FolderReadOptions& o, torch::Tensor out) {
   try {
     cv::Mat img = cv::imread(path, o.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
     if (img.empty()) return false;
@@ -49,8 +49,6 @@ bool decode(const std::string& path, const FolderReadOptions& o, torch::Tensor o
     return false;
   }
 }
-
-}  // namespace
 
 std::string class_folder_name(int64_t label, int64_t num_classes, const std::string& name) {
   std::string clean;
@@ -91,7 +89,7 @@ FolderSplit read_image_folder(const std::string& root, const FolderReadOptions& 
   auto images = torch::empty({n, o.channels, o.image_size, o.image_size}, torch::kUInt8);
   std::vector<char> ok(size_t(n), 0);
   at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) ok[size_t(i)] = decode(items[size_t(i)].path, o, images[i]);
+    for (int64_t i = begin; i < end; ++i) ok[size_t(i)] = decode_image(items[size_t(i)].path, o, images[i]);
   });
   std::vector<int64_t> keep, labels;
   for (int64_t i = 0; i < n; ++i) {

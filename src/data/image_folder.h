@@ -26,6 +26,11 @@ struct FolderSplit {
 /// class folder, or (without skip_bad) an image OpenCV cannot decode.
 FolderSplit read_image_folder(const std::string& root, const FolderReadOptions& options);
 
+/// Decodes `path` into `out` (uint8, (channels, size, size)) as the folder reader does:
+/// OpenCV decode, greyscale or RGB, INTER_AREA when shrinking and INTER_LINEAR when
+/// enlarging to image_size. False for anything OpenCV cannot decode or convert.
+bool decode_image(const std::string& path, const FolderReadOptions& options, torch::Tensor out);
+
 /// Writes a split as root/<NN_class>/<index>.png (PNG: lossless), creating folders.
 /// Class folders get a zero-padded label prefix so that their sorted order is the label
 /// order; file names are the sample indices, zero-padded.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "config/loader.h"
+#include "config/suggest.h"
 #include "core/build_info.h"
 #include "core/clock.h"
 #include "core/errors.h"
@@ -23,6 +24,7 @@
 #include "engine/optimizer.h"
 #include "engine/run_dir.h"
 #include "engine/trainer.h"
+#include "export/weights.h"
 #include "models/registry.h"
 #include "models/summary.h"
 
@@ -100,6 +102,22 @@ std::string experiment_identity(const std::string& config_yaml, const fs::path& 
 
 }  // namespace
 
+namespace {
+
+// model.init_from: copies the file's weights into `model` (all but model.init_skip);
+// returns the line for the log ("" without init_from).
+std::string init_from_file(Classifier& model, const ModelConfig& m) {
+  if (m.init_from.empty()) return "";
+  if (!fs::is_regular_file(m.init_from))
+    throw ConfigError("model.init_from: no such file '" + m.init_from +
+                      "' (a state dict or TorchScript file; relative paths are from the working directory)");
+  const size_t n = load_state_dict(model, read_state_dict(m.init_from), m.init_skip, m.init_from);
+  return fmt::format("model: {} tensors initialised from {}{}", n, m.init_from,
+                     m.init_skip.empty() ? "" : " (kept fresh: " + join(m.init_skip) + ")");
+}
+
+}  // namespace
+
 Config load_run_config(const fs::path& run_dir, const std::vector<std::string>& overrides) {
   const fs::path file = run_dir / "config.yaml";
   if (!fs::exists(file)) throw CheckpointError(run_dir.string() + ": no config.yaml (is this a biaslab run directory?)");
@@ -122,6 +140,10 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   seed_everything(uint64_t(cfg.runtime.seed));
   Dataset data = load_dataset(cfg.data);
   ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
+  // Pretrained weights (model.init_from) for a fresh run, checked before the run directory
+  // is touched; a resumed run takes its weights from its checkpoint instead.
+  const bool may_resume = !req.force && run_dir::holds_run(dir);
+  std::string init_note = may_resume ? "" : init_from_file(*model, cfg.model);
   // FLOPs per image (2 x multiply-accumulates, as `biaslab summary`), before any training.
   const int64_t flops_per_image = 2 * summarize(*model, cfg.data.channels, cfg.data.image_size).macs;
   model->to(device);
@@ -170,6 +192,8 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     if (!resume) {
       spdlog::info("{} holds no checkpoint yet: starting the run over", dir.string());
       run_dir::wipe(dir);
+      init_note = init_from_file(*model, cfg.model);
+      if (ema) ema->reset_to_model();
     }
   }
   if (req.require_checkpoint && !resume)
@@ -228,6 +252,7 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   }
   spdlog::info("model: {} ({}), {} parameters", cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset,
                cfg.model.family, params);
+  if (!init_note.empty()) spdlog::info("{}", init_note);
 
   Loader train(data.train, loader_options(cfg, data, cfg.train.batch_size, true));
   Loader val(data.val, loader_options(cfg, data, cfg.train.eval_batch_size, false));
@@ -279,62 +304,75 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   return summary;
 }
 
+fs::path resolve_checkpoint(const fs::path& target, const std::string& name) {
+  if (!fs::is_directory(target)) {
+    if (!fs::exists(target)) throw CheckpointError(target.string() + ": no such run directory or checkpoint file");
+    return target;
+  }
+  const fs::path checkpoint = target / "checkpoints" / (name + ".pt");
+  if (!fs::exists(checkpoint))
+    throw CheckpointError(target.string() + ": no checkpoints/" + name + ".pt (is this a biaslab run directory?)");
+  return checkpoint;
+}
+
+TrainedModel load_trained_model(const fs::path& checkpoint, bool ema, const std::vector<std::string>& overrides) {
+  const CheckpointContents meta = read_checkpoint_meta(checkpoint.string());
+  LoadOptions lo;
+  lo.resolve_presets = false;
+  TrainedModel out;
+  out.cfg = load_config_text(meta.config_yaml, checkpoint.string() + " (stored config)", overrides, lo);
+  if (ema && out.cfg.train.ema_decay <= 0)
+    throw ConfigError("--ema: " + checkpoint.string() + " was trained without EMA (train.ema_decay is 0)");
+  out.model = build_model(out.cfg.model, input_spec(out.cfg.data));
+  if (ema) {
+    ClassifierPtr trained = build_model(out.cfg.model, input_spec(out.cfg.data));
+    load_checkpoint(checkpoint.string(), *trained, nullptr, out.model.get());
+  } else {
+    load_checkpoint(checkpoint.string(), *out.model, nullptr);
+  }
+  try {
+    const TrainState state = train_state_from_json(meta.state_json);
+    out.epoch = state.epoch;
+    out.step = state.step;
+  } catch (const std::exception& e) {
+    throw CheckpointError(checkpoint.string() + ": " + e.what());
+  }
+  out.biaslab_version = meta.biaslab_version;
+  return out;
+}
+
 EvalReport evaluate_run(const EvalRequest& req) {
   if (req.checkpoint != "best" && req.checkpoint != "last")
     throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last");
   EvalReport report;
-  fs::path checkpoint = req.target;
+  const fs::path checkpoint = resolve_checkpoint(req.target, req.checkpoint);
   json summary;
-  if (fs::is_directory(req.target)) {
-    checkpoint = req.target / "checkpoints" / (req.checkpoint + ".pt");
-    if (!fs::exists(checkpoint))
-      throw CheckpointError(req.target.string() + ": no checkpoints/" + req.checkpoint +
-                            ".pt (is this a biaslab run directory?)");
-    if (fs::exists(req.target / "summary.json")) {
-      try {
-        summary = json::parse(read_file(req.target / "summary.json"));
-      } catch (const json::exception& e) {
-        throw CheckpointError((req.target / "summary.json").string() + ": unreadable: " + e.what());
-      }
+  if (fs::is_directory(req.target) && fs::exists(req.target / "summary.json")) {
+    try {
+      summary = json::parse(read_file(req.target / "summary.json"));
+    } catch (const json::exception& e) {
+      throw CheckpointError((req.target / "summary.json").string() + ": unreadable: " + e.what());
     }
   }
   report.checkpoint = checkpoint.string();
-  const CheckpointContents meta = read_checkpoint_meta(checkpoint.string());
-  LoadOptions lo;
-  lo.resolve_presets = false;
-  const Config cfg = load_config_text(meta.config_yaml, checkpoint.string() + " (stored config)", req.overrides, lo);
-  if (req.ema && cfg.train.ema_decay <= 0)
-    throw ConfigError("--ema: " + checkpoint.string() + " was trained without EMA (train.ema_decay is 0)");
-
+  TrainedModel trained = load_trained_model(checkpoint, req.ema, req.overrides);
+  const Config& cfg = trained.cfg;
   const c10::Device device = select_device(cfg.runtime.device);
   set_threads(int(cfg.runtime.threads));
-  ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
-  if (req.ema) {
-    ClassifierPtr trained = build_model(cfg.model, input_spec(cfg.data));
-    load_checkpoint(checkpoint.string(), *trained, nullptr, model.get());
-  } else {
-    load_checkpoint(checkpoint.string(), *model, nullptr);
-  }
+  ClassifierPtr model = trained.model;
   model->to(device);
   Dataset data = load_dataset(cfg.data);
   Loader test(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   report.test = evaluate(*model, test, device, cfg.train.precision);
   report.weights_fingerprint = weights_fingerprint(*model);
-
-  TrainState state;
-  try {
-    state = train_state_from_json(meta.state_json);
-  } catch (const std::exception& e) {
-    throw CheckpointError(checkpoint.string() + ": " + e.what());
-  }
-  report.epoch = state.epoch;
-  report.step = state.step;
+  report.epoch = trained.epoch;
+  report.step = trained.step;
   if (!summary.is_null()) {
     const std::string entry = req.checkpoint == "best" ? "best" : "final";
     const std::string prefix = req.ema ? "ema_test_" : "test_";
     // The recorded numbers belong to this checkpoint only if it is the one summary.json describes.
     const json& e = summary.at(entry);
-    if (e.at("epoch").get<int64_t>() == state.epoch && e.contains(prefix + "acc"))
+    if (e.at("epoch").get<int64_t>() == trained.epoch && e.contains(prefix + "acc"))
       report.recorded = {{"loss", e.at(prefix + "loss")}, {"acc", e.at(prefix + "acc")}};
   }
   return report;

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "data/loader.h"
 #include "engine/evaluate.h"
+#include "models/classifier.h"
 
 namespace biaslab {
 
@@ -33,6 +34,23 @@ nlohmann::json run_training(const Config& cfg, const TrainRequest& req);
 
 /// The resolved config stored in a run directory (config.yaml) plus `overrides`.
 Config load_run_config(const std::filesystem::path& run_dir, const std::vector<std::string>& overrides);
+
+/// The checkpoint a target names: a run directory's checkpoints/NAME.pt (NAME best or
+/// last), or a checkpoint file as is. CheckpointError when it does not exist.
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& target, const std::string& name);
+
+struct TrainedModel {
+  Config cfg;              ///< the stored config plus the overrides
+  ClassifierPtr model;     ///< on the CPU, in training mode as built
+  int64_t epoch = 0;       ///< epochs completed when the checkpoint was written
+  int64_t step = 0;        ///< optimizer steps likewise
+  std::string biaslab_version;  ///< of the binary that wrote it
+};
+
+/// Builds the model a checkpoint's stored config describes and loads its weights (the EMA
+/// weights with `ema`; ConfigError when it was trained without EMA).
+TrainedModel load_trained_model(const std::filesystem::path& checkpoint, bool ema,
+                                const std::vector<std::string>& overrides);
 
 struct EvalRequest {
   std::filesystem::path target;        ///< run directory or checkpoint file

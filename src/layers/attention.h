@@ -71,6 +71,12 @@ class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
   /// GPSA: the convolution-like initialisation (pos_proj, v = identity, gates); the ViT
   /// calls it again after its own Linear initialisation.
   void init_locality();
+  /// Precomputed index tensors (undefined when the option is off), for export:
+  /// the (N, N) bool local-window mask, the (P*P) relative-bias table rows, the
+  /// (P, P, 3) GPSA offsets.
+  const torch::Tensor& window_mask() const { return mask_; }
+  const torch::Tensor& relative_index() const { return rel_index_; }
+  const torch::Tensor& relative_offsets() const { return rel_pos_; }
 
   AttentionOptions options;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};

@@ -1,0 +1,155 @@
+#include "export/archive.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include "config/loader.h"
+#include "core/build_info.h"
+#include "core/errors.h"
+#include "core/fs.h"
+#include "core/runtime.h"
+#include "core/torch_compat.h"
+#include "data/dataset.h"
+#include "engine/experiment.h"
+#include "export/torchscript.h"
+#include "export/weights.h"
+
+namespace biaslab {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int64_t kCheckImages = 8;
+constexpr double kTolerance = 1e-5;
+
+json read_summary(const fs::path& target) {
+  const fs::path file = target / "summary.json";
+  if (!fs::is_directory(target) || !fs::exists(file)) return nullptr;
+  try {
+    return json::parse(read_file(file));
+  } catch (const json::exception& e) {
+    throw CheckpointError(file.string() + ": unreadable: " + e.what());
+  }
+}
+
+// The normalisation the model was trained with: the config's, else the one summary.json
+// recorded (computed from the training subset), else computed again from the data.
+std::pair<std::vector<double>, std::vector<double>> normalisation(const Config& cfg, const json& summary) {
+  if (!cfg.data.mean.empty()) return {cfg.data.mean, cfg.data.std};
+  if (!summary.is_null() && summary.contains("data") && summary["data"].contains("mean"))
+    return {summary["data"]["mean"].get<std::vector<double>>(), summary["data"]["std"].get<std::vector<double>>()};
+  const Dataset data = load_dataset(cfg.data);
+  return {data.mean, data.std};
+}
+
+std::vector<std::string> class_names(const DataConfig& d) {
+  if (!d.class_names.empty()) return d.class_names;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < d.num_classes; ++i) names.push_back(std::to_string(i));
+  return names;
+}
+
+}  // namespace
+
+void save_archive(const torch::jit::Module& module, const std::string& path, const json& meta,
+                  const std::string& config_yaml, const at::Tensor& check_input, const at::Tensor& check_logits) {
+  // The check images and the native logits travel with the archive, so that a consumer
+  // can repeat the parity check on its own platform.
+  const torch::jit::ExtraFilesMap extra = {
+      {kArchiveMeta, meta.dump(2) + "\n"},
+      {kArchiveConfig, config_yaml},
+      {kArchiveCheck, torch_save_bytes({{"input", check_input}, {"logits", check_logits}})}};
+  module.save(path, extra);
+}
+
+ExportReport export_model(const ExportRequest& req) {
+  if (req.checkpoint != "best" && req.checkpoint != "last" && req.checkpoint != "ema")
+    throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last, ema");
+  if (req.format != "torchscript" && req.format != "state_dict")
+    throw ConfigError("--format: '" + req.format + "' is not one of torchscript, state_dict");
+  if (req.names != "native" && req.names != "torchvision")
+    throw ConfigError("--names: '" + req.names + "' is not one of native, torchvision");
+  if (req.names == "torchvision" && req.format != "state_dict")
+    throw ConfigError("--names torchvision applies to --format state_dict only");
+  const bool ema = req.checkpoint == "ema";
+  const fs::path checkpoint = resolve_checkpoint(req.target, ema ? "last" : req.checkpoint);
+  if (!fs::is_directory(req.target) && req.out.empty())
+    throw ConfigError("--out: required when exporting a checkpoint file rather than a run directory");
+  TrainedModel trained = load_trained_model(checkpoint, ema, req.overrides);
+  ClassifierPtr model = trained.model;
+  model->eval();
+  const Config& cfg = trained.cfg;
+  set_threads(int(cfg.runtime.threads));
+
+  ExportReport report;
+  report.checkpoint = checkpoint.string();
+  const std::string stem = req.checkpoint + (req.format == "state_dict" ? ".state_dict.pt" : ".pt");
+  report.file = req.out.empty() ? req.target / "export" / stem : req.out;
+
+  if (req.format == "state_dict") {
+    const StateDict sd = model_state_dict(*model, req.names == "torchvision" ? Names::torchvision : Names::native);
+    write_state_dict(sd, report.file.string());
+    report.tensors = int64_t(sd.size());
+    report.bytes = int64_t(fs::file_size(report.file));
+    return report;
+  }
+
+  const json summary = read_summary(req.target);
+  ScriptMetadata meta;
+  meta.class_names = class_names(cfg.data);
+  meta.image_size = cfg.data.image_size;
+  meta.in_chans = cfg.data.channels;
+  std::tie(meta.mean, meta.std) = normalisation(cfg, summary);
+  meta.family = cfg.model.family;
+  meta.preset = cfg.model.preset;
+  meta.biaslab_version = build::kVersion;
+  torch::jit::Module module = to_torchscript(*model, meta);
+
+  report.meta = {{"format", "biaslab-torchscript-1"},
+                 {"class_names", meta.class_names},
+                 {"num_classes", cfg.data.num_classes},
+                 {"image_size", meta.image_size},
+                 {"in_chans", meta.in_chans},
+                 {"mean", meta.mean},
+                 {"std", meta.std},
+                 {"input", "float32 (B, in_chans, image_size, image_size): pixels / 255, minus mean, over std"},
+                 {"family", meta.family},
+                 {"preset", meta.preset},
+                 {"name", cfg.name},
+                 {"checkpoint", req.checkpoint},
+                 {"epoch", trained.epoch},
+                 {"step", trained.step},
+                 {"trained_with", {{"biaslab", trained.biaslab_version}, {"precision", cfg.train.precision}}},
+                 {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit},
+                                    {"libtorch", compat::torch_version()}}}};
+  if (!summary.is_null() && req.checkpoint != "ema") {
+    const json& entry = summary.at(req.checkpoint == "best" ? "best" : "final");
+    if (entry.at("epoch").get<int64_t>() == trained.epoch && entry.contains("test_acc"))
+      report.meta["recorded_test_acc"] = entry["test_acc"];
+  }
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  const auto x = torch::randn({kCheckImages, meta.in_chans, meta.image_size, meta.image_size}, gen);
+  torch::Tensor expected;
+  {
+    torch::NoGradGuard no_grad;
+    expected = model->forward(x);
+  }
+  atomic_write_with(report.file, [&](const std::string& tmp) {
+    save_archive(module, tmp, report.meta, to_yaml(cfg), x, expected);
+    torch::jit::Module loaded = torch::jit::load(tmp, torch::kCPU);
+    const auto got = loaded.forward({x}).toTensor();
+    report.max_abs_diff = (got - expected).abs().max().item<double>();
+    if (!(report.max_abs_diff <= kTolerance))
+      throw Error("export: the TorchScript module's logits differ from the native model's by " +
+                  std::to_string(report.max_abs_diff) + " (> " + std::to_string(kTolerance) + ") on " +
+                  std::to_string(kCheckImages) + " check images; nothing written");
+  });
+  report.check_inputs = kCheckImages;
+  report.tensors = int64_t(module.named_parameters().size() + module.named_buffers().size());
+  report.bytes = int64_t(fs::file_size(report.file));
+  return report;
+}
+
+}  // namespace biaslab

@@ -1,0 +1,80 @@
+# `biaslab export` and `biaslab predict` end to end: a briefly trained model exported to
+# TorchScript loads in Python (BIASLAB_PYTHON) with the native logits; predict over the
+# Fashion-MNIST test set written as PNG files gives eval's accuracy; state dicts move to
+# another run through model.init_from; bad input gives clear errors and writes nothing.
+source "$(dirname "$0")/lib.sh" "$@"
+PYTHON=${BIASLAB_PYTHON:-/usr/bin/python3}
+cd "$WORK"
+# float32 training and evaluation: the export computes in float32, so eval and predict
+# must compare the same arithmetic.
+common=(--set data.train_per_class=100 --set train.epochs=2 --set train.batch_size=50 --set train.precision=fp32
+        --set model.widths=[8,16,32] --set model.layers=[1,1,1] --set runtime.threads=2)
+"$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set sched.warmup_steps=2 --out run > train.out 2>&1 \
+  || { cat train.out; fail "training failed"; }
+
+"$BIASLAB" export run --json > export.json
+python3 - <<'P' || fail "export report"
+import json
+r = json.load(open("export.json"))
+assert r["file"] == "run/export/best.pt", r
+assert r["max_abs_diff"] <= 1e-5 and r["check_images"] == 8, r
+m = r["meta"]
+assert m["image_size"] == 28 and m["in_chans"] == 1 and len(m["class_names"]) == 10 and len(m["mean"]) == 1, m
+assert m["class_names"][0] == "T-shirt/top", m
+P
+[[ -s run/export/best.pt ]] || fail "no run/export/best.pt"
+echo "ok: export run -> run/export/best.pt"
+status=0
+"$PYTHON" "$SRC/tests/python/check_export.py" run/export/best.pt || status=$?
+if [[ $status == 77 ]]; then
+  echo "SKIPPED: the Python check of the export ($PYTHON has no torch; install python3-torch)"
+else
+  [[ $status == 0 ]] || fail "Python could not load the export or its logits differ"
+fi
+
+# predict over the test set as PNG files == eval (float32) over the IDX files.
+"$BIASLAB" data export -c "$SRC/configs/fmnist_resnet20.yaml" --out fmnist > /dev/null
+"$BIASLAB" predict run/export/best.pt fmnist/test --json --threads 2 > predict.json
+"$BIASLAB" eval run --json > eval.json
+python3 - <<'P' || fail "predict and eval disagree"
+import json
+p, e = json.load(open("predict.json")), json.load(open("eval.json"))
+assert p["images"] == 10000 and p["labelled"] == 10000, (p["images"], p["labelled"])
+assert p["accuracy"] == e["test_acc"], (p["accuracy"], e["test_acc"])
+first = p["predictions"][0]
+assert first["file"].startswith("fmnist/test/0_T-shirt_top/") and first["label"] == 0, first
+assert len(first["top"]) == 5 and abs(sum(t["prob"] for t in first["top"]) - 1) < 0.2, first
+print(f"ok: predict accuracy {p['accuracy']} == eval accuracy {e['test_acc']} over 10,000 PNG files")
+P
+expect_status 0 "000000.png:" "accuracy over the 1 images" -- \
+  "$BIASLAB" predict run/export/best.pt fmnist/test/9_Ankle_boot/000000.png --topk 3
+
+# State dicts: export, start a new run from them (new classifier), refuse ones that do not fit.
+"$BIASLAB" export run --format state_dict > /dev/null
+[[ -s run/export/best.state_dict.pt ]] || fail "no state dict written"
+"$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set train.epochs=1 \
+  --set model.init_from=run/export/best.state_dict.pt --set model.init_skip=[fc] --out from_weights > init.out 2>&1 \
+  || { cat init.out; fail "training from exported weights failed"; }
+grep -q "tensors initialised from run/export/best.state_dict.pt (kept fresh: fc)" from_weights/train.log \
+  || fail "train.log does not say where the weights came from"
+echo "ok: model.init_from"
+expect_status 5 "the weights do not fit the model" "unexpected (18): layer3.0.bn1.bias" "wrong shape (1): fc.weight (file [10, 32], model [10, 16])" -- \
+  "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set model.widths=[8,16] \
+  --set model.layers=[1,1] --set model.init_from=run/export/best.state_dict.pt --out misfit
+[[ ! -e misfit ]] || fail "a refused init_from left a run directory behind"
+expect_status 2 "model.init_from: no such file 'nope.pt'" -- \
+  "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set model.init_from=nope.pt --out nope
+expect_status 2 "model.init_skip" "needs model.init_from" -- \
+  "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set model.init_skip=[fc] --out nope
+
+# Bad input.
+expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" export nothing
+expect_status 2 "--checkpoint: 'worst' is not one of best, last, ema" -- "$BIASLAB" export run --checkpoint worst
+expect_status 2 "--out: required when exporting a checkpoint file" -- "$BIASLAB" export run/checkpoints/last.pt
+expect_status 5 "not a TorchScript archive" -- "$BIASLAB" predict run/checkpoints/best.pt fmnist/test/9_Ankle_boot/000000.png
+expect_status 2 "--ema" "was trained without EMA" -- "$BIASLAB" export run --checkpoint ema
+expect_status 3 "missing.png: no such file or folder" -- "$BIASLAB" predict run/export/best.pt missing.png
+echo "not an image" > bad.png
+expect_status 3 "bad.png: OpenCV cannot decode this image" -- "$BIASLAB" predict run/export/best.pt bad.png
+expect_status 2 "--topk: expected a positive number" -- "$BIASLAB" predict run/export/best.pt bad.png --topk 0
+echo "e2e export: all checks passed"
