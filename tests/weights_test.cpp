@@ -60,6 +60,50 @@ TEST(Weights, WriteReadRoundTripRestoresEveryTensor) {
   for (const auto& p : a->named_parameters()) EXPECT_TRUE(torch::equal(p.value(), b->named_parameters()[p.key()])) << p.key();
 }
 
+// A state dict saved from a GPU (storages tagged cuda:0) loads onto the CPU.
+TEST(Weights, StateDictSavedFromAGpuLoadsOnTheCpu) {
+  test::TempDir dir;
+  const std::string file = (dir / "cuda.pt").string();
+  const int made = run_python("torchvision_interop.py cuda_tagged " + file);
+  if (made == 77) GTEST_SKIP() << BIASLAB_PYTHON << " has no torch";
+  ASSERT_EQ(made, 0);
+  const StateDict sd = read_state_dict(file);
+  ASSERT_EQ(sd.size(), 2u);
+  std::map<std::string, torch::Tensor> t(sd.begin(), sd.end());
+  EXPECT_TRUE(t["weight"].device().is_cpu());
+  EXPECT_TRUE(torch::equal(t["weight"], torch::arange(6.0).view({2, 3})));
+  EXPECT_TRUE(torch::equal(t["bias"], torch::ones({2})));
+}
+
+// Buffers (BatchNorm statistics, the int64 batch counter) survive the round trip too.
+TEST(Weights, BuffersRoundTrip) {
+  torch::manual_seed(0);
+  auto a = tiny_model("resnet20", {"model.layers=[1]", "model.widths=[4]"});
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& b : a->named_buffers()) b.value().add_(1);  // running stats and num_batches_tracked
+  }
+  auto b = tiny_model("resnet20", {"model.layers=[1]", "model.widths=[4]"});
+  test::TempDir dir;
+  const auto file = (dir / "w.pt").string();
+  write_state_dict(model_state_dict(*a, Names::native), file);
+  load_state_dict(*b, read_state_dict(file), {}, file);
+  EXPECT_EQ(weights_fingerprint(*a), weights_fingerprint(*b));
+  EXPECT_EQ(b->named_buffers()["bn1.num_batches_tracked"].item<int64_t>(), 1);
+}
+
+// A skip prefix that matches nothing is a typo, not a no-op.
+TEST(Weights, SkipPrefixMatchingNothingIsAnError) {
+  auto vit = tiny_vit();
+  const StateDict sd = model_state_dict(*vit, Names::native);
+  try {
+    load_state_dict(*vit, sd, {"heads"}, "w.pt");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.init_skip: 'heads' matches no key"), std::string::npos) << e.what();
+  }
+}
+
 // A biaslab export archive is a weights file too (its attention index buffers are not weights).
 TEST(Weights, ExportArchiveInitialisesAModel) {
   auto make = [] {

@@ -44,8 +44,8 @@ void register_export(CLI::App& app) {
       std::cout << out.dump(2) << "\n";
       return;
     }
-    std::cout << fmt::format("wrote {} ({:.1f} MB, {} tensors) from {}\n", r.file.string(), double(r.bytes) / 1e6,
-                             r.tensors, r.checkpoint);
+    std::cout << fmt::format("wrote {} ({:.1f} MB, {} tensors) from {}{}\n", r.file.string(), double(r.bytes) / 1e6,
+                             r.tensors, r.checkpoint, args->req.checkpoint == "ema" ? " (EMA weights)" : "");
     if (args->req.format == "torchscript")
       std::cout << fmt::format("checked: saved, loaded back and run on {} images: max |logit difference| to the "
                                "native model {:.3g}\n",

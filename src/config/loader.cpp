@@ -590,6 +590,8 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
   }
 
   k.require(!m.init_from.empty() || m.init_skip.empty(), "model.init_skip", "needs model.init_from");
+  k.require(std::find(m.init_skip.begin(), m.init_skip.end(), "") == m.init_skip.end(), "model.init_skip",
+            "an empty prefix would skip every key");
   k.require(d.train_fraction == 1.0 || d.train_per_class == 0, "data.train_per_class",
             "set either data.train_fraction or data.train_per_class, not both");
   k.require(c.train.early_stop_patience == 0 || d.val_fraction > 0.0, "train.early_stop_patience",

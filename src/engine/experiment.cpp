@@ -112,8 +112,9 @@ std::string init_from_file(Classifier& model, const ModelConfig& m) {
     throw ConfigError("model.init_from: no such file '" + m.init_from +
                       "' (a state dict or TorchScript file; relative paths are from the working directory)");
   const size_t n = load_state_dict(model, read_state_dict(m.init_from), m.init_skip, m.init_from);
-  return fmt::format("model: {} tensors initialised from {}{}", n, m.init_from,
-                     m.init_skip.empty() ? "" : " (kept fresh: " + join(m.init_skip) + ")");
+  return fmt::format("model: {} tensors initialised from {}{}; weights fingerprint {}", n, m.init_from,
+                     m.init_skip.empty() ? "" : " (kept fresh: " + join(m.init_skip) + ")",
+                     weights_fingerprint(model));
 }
 
 }  // namespace
@@ -142,7 +143,8 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
   // Pretrained weights (model.init_from) for a fresh run, checked before the run directory
   // is touched; a resumed run takes its weights from its checkpoint instead.
-  const bool may_resume = !req.force && run_dir::holds_run(dir);
+  const bool may_resume = req.require_checkpoint ||
+                          (!req.force && fs::is_directory(dir / "checkpoints") && !fs::is_empty(dir / "checkpoints"));
   std::string init_note = may_resume ? "" : init_from_file(*model, cfg.model);
   // FLOPs per image (2 x multiply-accumulates, as `biaslab summary`), before any training.
   const int64_t flops_per_image = 2 * summarize(*model, cfg.data.channels, cfg.data.image_size).macs;
@@ -191,9 +193,11 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     }
     if (!resume) {
       spdlog::info("{} holds no checkpoint yet: starting the run over", dir.string());
+      if (may_resume) {  // init_from was left for a resume that is not one: apply it (before the wipe)
+        init_note = init_from_file(*model, cfg.model);
+        if (ema) ema->reset_to_model();
+      }
       run_dir::wipe(dir);
-      init_note = init_from_file(*model, cfg.model);
-      if (ema) ema->reset_to_model();
     }
   }
   if (req.require_checkpoint && !resume)

@@ -46,6 +46,7 @@ bool holds_run(const fs::path& dir) {
 void wipe(const fs::path& dir) {
   for (const auto& f : kRunFiles) fs::remove(dir / f);
   fs::remove_all(dir / "checkpoints");
+  fs::remove_all(dir / "export");  // archives of the model being discarded
 }
 
 // The most advanced checkpoint that verifies; corrupt ones are reported and skipped.

@@ -24,9 +24,10 @@ namespace {
 constexpr int64_t kCheckImages = 8;
 constexpr double kTolerance = 1e-5;
 
-json read_summary(const fs::path& target) {
-  const fs::path file = target / "summary.json";
-  if (!fs::is_directory(target) || !fs::exists(file)) return nullptr;
+// summary.json of the run a checkpoint belongs to (RUN_DIR/checkpoints/NAME.pt), or null.
+json read_summary(const fs::path& checkpoint) {
+  const fs::path file = checkpoint.parent_path().parent_path() / "summary.json";
+  if (checkpoint.parent_path().filename() != "checkpoints" || !fs::exists(file)) return nullptr;
   try {
     return json::parse(read_file(file));
   } catch (const json::exception& e) {
@@ -38,10 +39,39 @@ json read_summary(const fs::path& target) {
 // recorded (computed from the training subset), else computed again from the data.
 std::pair<std::vector<double>, std::vector<double>> normalisation(const Config& cfg, const json& summary) {
   if (!cfg.data.mean.empty()) return {cfg.data.mean, cfg.data.std};
-  if (!summary.is_null() && summary.contains("data") && summary["data"].contains("mean"))
-    return {summary["data"]["mean"].get<std::vector<double>>(), summary["data"]["std"].get<std::vector<double>>()};
+  try {
+    if (!summary.is_null() && summary.contains("data") && summary["data"].contains("mean"))
+      return {summary["data"]["mean"].get<std::vector<double>>(), summary["data"]["std"].get<std::vector<double>>()};
+  } catch (const json::exception& e) {
+    throw CheckpointError(std::string("summary.json: data.mean / data.std unreadable: ") + e.what());
+  }
   const Dataset data = load_dataset(cfg.data);
   return {data.mean, data.std};
+}
+
+// --names torchvision: every key must have a torchvision name, and torchvision's
+// VisionTransformer needs a class token and a learned positional embedding.
+void check_torchvision_names(const StateDict& native) {
+  std::vector<std::string> unnamed;
+  bool vit = false, cls = false, pos = false;
+  for (const auto& [key, t] : native) {
+    vit = vit || key.rfind("patch_embed.", 0) == 0;
+    cls = cls || key == "cls_token";
+    pos = pos || key == "pos_embed";
+    if (vit_name_to_torchvision(key) == key) unnamed.push_back(key);
+  }
+  if (!vit) return;  // ResNets already use torchvision's names
+  if (!unnamed.empty() || !cls || !pos) {
+    std::string list;
+    for (size_t i = 0; i < unnamed.size() && i < 6; ++i) list += (i ? ", " : "") + unnamed[i];
+    throw ConfigError("--names torchvision: torchvision's VisionTransformer has " +
+                      (unnamed.empty() ? std::string("a class token and a learned positional embedding, this model not")
+                                       : "no counterpart for " + list +
+                                             (unnamed.size() > 6 ? " and " + std::to_string(unnamed.size() - 6) + " more"
+                                                                 : std::string())) +
+                      " (it is a plain pre-norm ViT with class-token pooling: no hybrid backbone, relative bias, "
+                      "GPSA, LayerScale, other norms or pooling)");
+  }
 }
 
 std::vector<std::string> class_names(const DataConfig& d) {
@@ -89,6 +119,7 @@ ExportReport export_model(const ExportRequest& req) {
   report.file = req.out.empty() ? req.target / "export" / stem : req.out;
 
   if (req.format == "state_dict") {
+    if (req.names == "torchvision") check_torchvision_names(model_state_dict(*model, Names::native));
     const StateDict sd = model_state_dict(*model, req.names == "torchvision" ? Names::torchvision : Names::native);
     write_state_dict(sd, report.file.string());
     report.tensors = int64_t(sd.size());
@@ -96,7 +127,7 @@ ExportReport export_model(const ExportRequest& req) {
     return report;
   }
 
-  const json summary = read_summary(req.target);
+  const json summary = read_summary(checkpoint);
   ScriptMetadata meta;
   meta.class_names = class_names(cfg.data);
   meta.image_size = cfg.data.image_size;
@@ -125,8 +156,8 @@ ExportReport export_model(const ExportRequest& req) {
                  {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit},
                                     {"libtorch", compat::torch_version()}}}};
   if (!summary.is_null() && req.checkpoint != "ema") {
-    const json& entry = summary.at(req.checkpoint == "best" ? "best" : "final");
-    if (entry.at("epoch").get<int64_t>() == trained.epoch && entry.contains("test_acc"))
+    const json entry = summary.value(req.checkpoint == "best" ? "best" : "final", json::object());
+    if (entry.value("epoch", int64_t(-1)) == trained.epoch && entry.contains("test_acc"))
       report.meta["recorded_test_acc"] = entry["test_acc"];
   }
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);

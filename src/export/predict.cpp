@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/torch_compat.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
 #include "export/archive.h"
@@ -69,22 +70,31 @@ PredictResult predict(const PredictRequest& req) {
   torch::jit::Module module;
   try {
     module = torch::jit::load(req.model, torch::kCPU, extra);
-  } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw CheckpointError(req.model + ": not a TorchScript archive (" + what.substr(0, what.find('\n')) + ")");
+  } catch (const std::exception& e) {  // c10::Error, or the TorchScript compiler's ErrorReport
+    const auto* c = dynamic_cast<const c10::Error*>(&e);
+    const std::string what = c ? c->what_without_backtrace() : e.what();
+    throw CheckpointError(req.model + ": not a TorchScript archive this LibTorch (" + compat::torch_version() +
+                          ") can load: " + what.substr(0, what.find('\n')) +
+                          " (an archive exported with LibTorch 2.x needs 2.x to run)");
   }
+  int64_t size = 0, channels = 0;
+  std::vector<double> mean, std;
   try {
     result.meta = json::parse(extra.at(kArchiveMeta));
     result.class_names = result.meta.at("class_names").get<std::vector<std::string>>();
+    size = result.meta.at("image_size").get<int64_t>();
+    channels = result.meta.at("in_chans").get<int64_t>();
+    mean = result.meta.at("mean").get<std::vector<double>>();
+    std = result.meta.at("std").get<std::vector<double>>();
   } catch (const json::exception& e) {
     throw CheckpointError(req.model + ": no readable " + std::string(kArchiveMeta) +
                           " (written by `biaslab export`): " + e.what());
   }
+  if (result.class_names.empty() || size < 1 || (channels != 1 && channels != 3) ||
+      mean.size() != size_t(channels) || std.size() != size_t(channels))
+    throw CheckpointError(req.model + ": " + kArchiveMeta +
+                          " is inconsistent (class names, image size, 1 or 3 channels, one mean and std each)");
   module.eval();
-  const int64_t size = result.meta.at("image_size").get<int64_t>();
-  const int64_t channels = result.meta.at("in_chans").get<int64_t>();
-  const auto mean = result.meta.at("mean").get<std::vector<double>>();
-  const auto std = result.meta.at("std").get<std::vector<double>>();
   const int64_t k = std::min<int64_t>(req.topk, int64_t(result.class_names.size()));
   const auto labels = folder_labels(result.class_names);
 
@@ -100,7 +110,11 @@ PredictResult predict(const PredictRequest& req) {
       if (!decode_image(files[i], decode, images[int64_t(i - begin)]))
         throw DataError(files[i] + ": OpenCV cannot decode this image");
     }
-    const auto probs = torch::softmax(module.forward({normalize(images, mean, std)}).toTensor(), 1);
+    const auto logits = module.forward({normalize(images, mean, std)}).toTensor();
+    if (logits.dim() != 2 || logits.size(1) != int64_t(result.class_names.size()))
+      throw CheckpointError(req.model + ": the model gives " + std::to_string(logits.size(-1)) + " outputs per image, " +
+                            kArchiveMeta + " names " + std::to_string(result.class_names.size()) + " classes");
+    const auto probs = torch::softmax(logits, 1);
     const auto [values, indices] = probs.topk(k, 1);
     for (size_t i = begin; i < end; ++i) {
       Prediction p;

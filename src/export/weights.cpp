@@ -2,6 +2,7 @@
 
 #include <torch/script.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/import_read.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
@@ -125,17 +126,33 @@ bool has_torchvision_vit_names(const StateDict& sd) {
   return false;
 }
 
+namespace {
+
+// The message of anything LibTorch throws: c10::Error without its backtrace, the
+// TorchScript compiler's ErrorReport, or another std::exception; first line only.
+std::string torch_message(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return first_line(c->what_without_backtrace());
+  return first_line(e.what());
+}
+
+}  // namespace
+
 StateDict read_state_dict(const std::string& path) {
   if (!fs::is_regular_file(path)) throw CheckpointError(path + ": no such file");
-  const std::string bytes = read_file(path);
   std::string pickle_error;
   try {
-    const c10::IValue value = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    // torch.save's zip layout, every tensor restored on the CPU whatever device it was
+    // saved from (torch::pickle_load would restore CUDA tensors onto a CUDA device).
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    const c10::IValue value = torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt,
+                                                                c10::Device(c10::kCPU), reader);
     if (!value.isGenericDict())
       throw CheckpointError(path + ": holds a " + value.tagKind() + ", expected a dict of tensors");
     return from_dict(value, path);
-  } catch (const c10::Error& e) {
-    pickle_error = first_line(e.what_without_backtrace());
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    pickle_error = torch_message(e);
   }
   try {
     torch::jit::Module m = torch::jit::load(path, torch::kCPU);
@@ -151,14 +168,17 @@ StateDict read_state_dict(const std::string& path) {
     for (const auto& b : m.named_buffers())
       if (!derived(b.name)) sd.emplace_back(b.name, b.value);
     return sd;
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     std::string hint;
     if (pickle_error.find("GenericDict") != std::string::npos)
       hint = " It looks like torch.save(model.state_dict(), F): LibTorch cannot read the OrderedDict's _metadata; "
              "save torch.save(dict(model.state_dict()), F) instead.";
+    if (pickle_error.find("opcode") != std::string::npos)
+      hint = " LibTorch's unpickler lacks some of Python's opcodes (a dict of exactly one entry, or one holding "
+             "non-tensor values, is pickled with SETITEM): save the state dict alone, "
+             "torch.save(dict(model.state_dict()), F).";
     throw CheckpointError(path + ": neither a dict of tensors saved by torch.save (" + pickle_error +
-                          ") nor a TorchScript module (" + first_line(e.what_without_backtrace()) +
-                          ")." + hint);
+                          ") nor a TorchScript module (" + torch_message(e) + ")." + hint);
   }
 }
 
@@ -167,11 +187,19 @@ size_t load_state_dict(torch::nn::Module& model, const StateDict& sd_in, const s
   const bool torchvision = has_torchvision_vit_names(sd_in);
   std::map<std::string, at::Tensor> given;
   for (const auto& [key, t] : sd_in) given[torchvision ? vit_name_from_torchvision(key) : key] = t;
-  auto skipped = [&](const std::string& name) {
-    for (const auto& prefix : skip)
-      if (name == prefix || name.rfind(prefix.back() == '.' ? prefix : prefix + ".", 0) == 0) return true;
+  std::vector<bool> prefix_used(skip.size(), false);
+  auto skipped = [&](const std::string& name) -> bool {
+    for (size_t i = 0; i < skip.size(); ++i) {
+      const std::string& prefix = skip[i];
+      if (name == prefix || name.rfind(prefix.back() == '.' ? prefix : prefix + ".", 0) == 0) {
+        prefix_used[i] = true;
+        return true;
+      }
+    }
     return false;
   };
+  for (const auto& prefix : skip)
+    if (prefix.empty()) throw ConfigError("model.init_skip: an empty prefix would skip every key");
   std::vector<std::pair<std::string, at::Tensor>> targets;
   for (const auto& p : model.named_parameters()) targets.emplace_back(p.key(), p.value());
   for (const auto& b : model.named_buffers()) targets.emplace_back(b.key(), b.value());
@@ -193,6 +221,10 @@ size_t load_state_dict(torch::nn::Module& model, const StateDict& sd_in, const s
   }
   for (const auto& [name, t] : given)
     if (!known.count(name) && !skipped(name)) unexpected.push_back(name);
+  for (size_t i = 0; i < skip.size(); ++i)
+    if (!prefix_used[i])
+      throw ConfigError("model.init_skip: '" + skip[i] + "' matches no key of the model or of " + source +
+                        " (a prefix such as head, fc or blocks.0.attn)");
   if (!missing.empty() || !wrong_shape.empty() || !unexpected.empty()) {
     std::string msg = source + ": the weights do not fit the model" +
                       (torchvision ? " (torchvision ViT names, renamed to biaslab's)" : std::string()) + ":";

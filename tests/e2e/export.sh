@@ -57,7 +57,16 @@ expect_status 0 "000000.png:" "accuracy over the 1 images" -- \
   || { cat init.out; fail "training from exported weights failed"; }
 grep -q "tensors initialised from run/export/best.state_dict.pt (kept fresh: fc)" from_weights/train.log \
   || fail "train.log does not say where the weights came from"
+# Without init_skip the new run starts from exactly the exported weights: the fingerprint
+# train.log gives for them is eval's fingerprint of the source checkpoint.
+"$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set train.epochs=1 \
+  --set model.init_from=run/export/best.state_dict.pt --out all_weights > all.out 2>&1 \
+  || { cat all.out; fail "training from all exported weights failed"; }
+fingerprint=$(python3 -c "import json; print(json.load(open('eval.json'))['weights_fingerprint'])")
+grep -q "initialised from run/export/best.state_dict.pt; weights fingerprint $fingerprint" all_weights/train.log \
+  || fail "the run did not start from the exported weights (fingerprint $fingerprint): $(grep initialised all_weights/train.log)"
 echo "ok: model.init_from"
+"$BIASLAB" export run --format state_dict --names torchvision --out tv.pt > /dev/null  # ResNets: the same names
 expect_status 5 "the weights do not fit the model" "unexpected (18): layer3.0.bn1.bias" "wrong shape (1): fc.weight (file [10, 32], model [10, 16])" -- \
   "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set model.widths=[8,16] \
   --set model.layers=[1,1] --set model.init_from=run/export/best.state_dict.pt --out misfit
@@ -66,6 +75,16 @@ expect_status 2 "model.init_from: no such file 'nope.pt'" -- \
   "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set model.init_from=nope.pt --out nope
 expect_status 2 "model.init_skip" "needs model.init_from" -- \
   "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set model.init_skip=[fc] --out nope
+expect_status 2 "model.init_skip: 'heads' matches no key" -- \
+  "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" \
+  --set model.init_from=run/export/best.state_dict.pt --set model.init_skip=[heads] --out nope
+# A ViT that torchvision's VisionTransformer cannot represent (relative bias) is refused.
+"$BIASLAB" train -c "$SRC/configs/fmnist_vit_lite.yaml" --set data.train_per_class=10 --set train.steps=1 \
+  --set model.depth=1 --set model.pos_embed=relative --set runtime.threads=2 --out vit_rel > /dev/null 2>&1 \
+  || fail "tiny ViT run failed"
+expect_status 2 "--names torchvision" "no counterpart for blocks.0.attn.relative_position_bias_table" -- \
+  "$BIASLAB" export vit_rel --format state_dict --names torchvision
+[[ ! -e vit_rel/export ]] || fail "a refused export left files behind"
 
 # Bad input.
 expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" export nothing

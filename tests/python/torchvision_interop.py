@@ -4,6 +4,9 @@
                     writes DIR/NAME.state_dict.pt  torch.save(dict(model.state_dict()))
                           DIR/NAME.script.pt      torch.jit.script(model).save(...)
                           DIR/NAME.io.pt          {"input": x, "output": model(x)}
+  cuda_tagged FILE  writes a torch.save'd dict of two tensors whose storages say they were
+                    saved from cuda:0 (what a GPU-trained model's state dict holds), values
+                    weight = arange(6).view(2, 3), bias = ones(2)
   check DIR NAME    loads DIR/NAME.biaslab.pt (a state dict biaslab wrote with torchvision
                     names) into torchvision's NAME with load_state_dict(strict=True) and
                     compares its output on DIR/NAME.biaslab_io.pt's input with biaslab's.
@@ -64,6 +67,26 @@ def check(directory, name):
     print("OK")
 
 
+def cuda_tagged(path):
+    import io
+    import zipfile
+    buffer = io.BytesIO()
+    torch.save({"weight": torch.arange(6.0).view(2, 3), "bias": torch.ones(2)}, buffer)
+    cpu = b"X\x03\x00\x00\x00cpu"  # the storages' location, a pickled unicode string
+    cuda = b"X\x06\x00\x00\x00cuda:0"
+    with zipfile.ZipFile(buffer) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name.endswith("data.pkl"):
+                assert data.count(cpu) == 1, data
+                data = data.replace(cpu, cuda)
+            dst.writestr(name, data)
+    print(f"wrote {path} (storages tagged cuda:0)")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    {"make": make, "check": check}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "cuda_tagged":
+        cuda_tagged(sys.argv[2])
+    else:
+        {"make": make, "check": check}[sys.argv[1]](sys.argv[2], sys.argv[3])
