@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   cli::register_report(app);
   cli::register_export(app);
   cli::register_predict(app);
+  cli::register_analyze(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

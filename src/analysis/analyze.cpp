@@ -1,0 +1,244 @@
+#include "analysis/analyze.h"
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "analysis/attention_stats.h"
+#include "analysis/receptive_field.h"
+#include "config/loader.h"
+#include "core/errors.h"
+#include "core/fs.h"
+#include "core/runtime.h"
+#include "data/dataset.h"
+#include "data/transforms.h"
+#include "engine/experiment.h"
+#include "models/summary.h"
+#include "models/vit.h"
+#include "plot/chart.h"
+#include "plot/tiles.h"
+
+namespace biaslab {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+// The first convolution-shaped weight in registration order: the stem, the tokenizer's
+// first conv, or the patch projection.
+std::pair<std::string, torch::Tensor> first_filters(Classifier& model) {
+  for (const auto& p : model.named_parameters())
+    if (p.value().dim() == 4) return {p.key(), p.value().detach()};
+  throw Error("analyze: the model has no convolution weights");
+}
+
+// A filter (C, k, k) as an image: C = 1 or 3 as is, otherwise the mean over channels.
+torch::Tensor filter_image(const torch::Tensor& f) {
+  const auto c = f.size(0);
+  return plot::to_image(c == 1 || c == 3 ? f : f.mean(0, true), /*signed_range=*/true);
+}
+
+struct Writer {
+  fs::path dir;
+  std::vector<fs::path> files;
+  fs::path add(const std::string& name) {
+    files.push_back(dir / name);
+    return dir / name;
+  }
+  void text(const std::string& name, const std::string& content) { atomic_write(add(name), content); }
+};
+
+}  // namespace
+
+AnalyzeReport analyze_run(const AnalyzeRequest& req) {
+  if (req.checkpoint != "best" && req.checkpoint != "last")
+    throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last");
+  if (req.images < 2) throw ConfigError("--images: expected at least 2, got " + std::to_string(req.images));
+  if (req.show < 1) throw ConfigError("--show: expected at least 1, got " + std::to_string(req.show));
+  const fs::path checkpoint = resolve_checkpoint(req.run_dir, req.checkpoint);
+  if (!fs::is_directory(req.run_dir) && req.out.empty())
+    throw ConfigError("--out: required when analysing a checkpoint file rather than a run directory");
+  TrainedModel trained = load_trained_model(checkpoint, false, req.overrides);
+  const Config& cfg = trained.cfg;
+  set_threads(int(cfg.runtime.threads));
+  Classifier& model = *trained.model;
+  model.eval();
+
+  const Dataset data = load_dataset(cfg.data);
+  const int64_t n = std::min<int64_t>(req.images, data.test.size());
+  if (n < 2) throw DataError("analyze: the test split has fewer than 2 images");
+  const torch::Tensor raw = data.test.images.narrow(0, 0, n);  // uint8 (n, C, H, W)
+  const torch::Tensor x = normalize(raw, data.mean, data.std);
+  const int64_t show = std::min<int64_t>(req.show, n);
+  const int64_t size = cfg.data.image_size;
+
+  Writer w{req.out.empty() ? req.run_dir / "analysis" : req.out, {}};
+  fs::create_directories(w.dir);
+  json numbers = {{"run", req.run_dir.string()}, {"checkpoint", checkpoint.string()}, {"family", cfg.model.family},
+                  {"preset", cfg.model.preset},  {"images", n},                        {"image_size", size}};
+  std::ostringstream md;
+  const std::string model_name = cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset;
+  md << "# Analysis of " << model_name << " (" << cfg.model.family << ")\n\n"
+     << "Run `" << req.run_dir.string() << "`, checkpoint `" << checkpoint.filename().string() << "` (epoch "
+     << trained.epoch << ", step " << trained.step << "); statistics over the first " << n << " test images.\n"
+     << "Written by `biaslab analyze " << req.run_dir.string() << "`.\n\n";
+
+  // First-layer filters.
+  {
+    const auto [name, weights] = first_filters(model);
+    const int64_t count = std::min<int64_t>(weights.size(0), 64);
+    plot::TileGrid grid{"first-layer filters: " + name + " (" + std::to_string(weights.size(0)) + " x " +
+                            std::to_string(weights.size(1)) + " x " + std::to_string(weights.size(2)) + " x " +
+                            std::to_string(weights.size(3)) + "; grey = 0)",
+                        16, 32, {}, {}};
+    for (int64_t i = 0; i < count; ++i) grid.tiles.push_back({filter_image(weights[i]), {}, ""});
+    plot::draw(grid, w.add("filters.png"));
+    md << "## First-layer filters\n\n`" << name << "`, the first " << count << " of " << weights.size(0)
+       << ", each scaled symmetrically around 0 (grey).\n\n![filters](filters.png)\n\n";
+  }
+
+  // Effective receptive field of the last feature map's central unit.
+  {
+    const auto erf = effective_receptive_field(feature_map_fn(model), x);
+    const ModelSummary summary = summarize(model, cfg.data.channels, size);
+    const auto& last = summary.stages.at(summary.stages.size() - 2);  // the stage before the head
+    const int64_t theory = last.receptive_field;
+    const std::string theory_text =
+        theory == StageSummary::kGlobal ? "global" : std::to_string(std::min(theory, size)) + " px" +
+                                                         (theory > size ? " (" + std::to_string(theory) + " unclipped)" : "");
+    const int64_t s50 = erf_side(erf, 0.5), s90 = erf_side(erf, 0.9);
+    numbers["receptive_field"] = {{"stage", last.name},         {"theoretical_px", theory},
+                                  {"erf_side_50_px", s50},       {"erf_side_90_px", s90},
+                                  {"erf_support_px", support_side(erf)}};
+    w.text("receptive_field.csv", "stage,theoretical_px,erf_side_50_px,erf_side_90_px,erf_support_px\n" + last.name +
+                                      "," + (theory == StageSummary::kGlobal ? std::string("global") : std::to_string(theory)) +
+                                      "," + std::to_string(s50) + "," + std::to_string(s90) + "," +
+                                      std::to_string(support_side(erf)) + "\n");
+    plot::TileGrid grid{"effective receptive field of the central unit of " + last.name, 2, 160, {}, {}};
+    grid.tiles.push_back({{}, erf, "|d unit / d input|"});
+    grid.tiles.push_back({{}, erf.sqrt(), "square root (tails)"});
+    plot::draw(grid, w.add("receptive_field.png"));
+    md << "## Effective receptive field\n\nGradient of the central unit of `" << last.name
+       << "` (all channels) with respect to the input, |.| summed over input channels, averaged over " << n
+       << " images (Luo et al. 2016). Squares centred on the image centre holding 50% / 90% of it: " << s50
+       << " / " << s90 << " px of " << size << "; theoretical receptive field: " << theory_text << ".\n\n"
+       << "![effective receptive field](receptive_field.png)\n\n";
+  }
+
+  auto* vit = dynamic_cast<ViTImpl*>(&model);
+  if (!vit) {
+    md << "## Attention\n\nNone: a convolutional network applies the same kernel at every position and for every "
+          "image (kernel variance across images 0 by construction).\n";
+  } else {
+    const auto attn = collect_attention(*vit, x);
+    const int64_t g = vit->patch_embed->grid_size(), p = g * g;
+    const double patch_px = double(size) / double(g);
+    const int64_t centre = (g / 2) * g + g / 2;
+    std::string csv = "block,head,mean_distance_px\n", var_csv = "block,kernel_variance\n";
+    plot::LineChart chart{"Mean attention distance (" + model_name + ")", "block", "mean distance (px)", false, {}};
+    const int64_t heads = attn.front().size(1);
+    chart.lines.resize(size_t(heads));
+    json per_block = json::array();
+    md << "## Attention\n\n" << attn.size() << " blocks x " << heads << " heads on a " << g << " x " << g
+       << " patch grid (" << fixed(patch_px, 1) << " px per patch).\n\n"
+       << "| block | mean distance (px), mean of heads | min head | max head | uniform attention over the same keys "
+          "| kernel variance across images |\n"
+       << "| --- | --- | --- | --- | --- | --- |\n";
+    for (size_t b = 0; b < attn.size(); ++b) {
+      const int64_t prefix = attn[b].size(2) - p;
+      const auto dist = mean_attention_distance(attn[b], g, prefix, patch_px);
+      const double var = kernel_variance(attn[b], g, prefix);
+      // The same keys attended uniformly (every key the block may attend, e.g. its window).
+      const auto allowed = (attn[b].narrow(0, 0, 1) > 0).to(torch::kDouble);
+      const double uniform =
+          mean_attention_distance(allowed / allowed.sum(-1, true), g, prefix, patch_px).mean().item<double>();
+      for (int64_t h = 0; h < heads; ++h) {
+        const double d = dist[h].item<double>();
+        csv += std::to_string(b) + "," + std::to_string(h) + "," + fixed(d, 4) + "\n";
+        chart.lines[size_t(h)].label = "head " + std::to_string(h);
+        chart.lines[size_t(h)].x.push_back(double(b));
+        chart.lines[size_t(h)].y.push_back(d);
+      }
+      var_csv += std::to_string(b) + "," + std::to_string(var) + "\n";
+      per_block.push_back({{"block", b}, {"mean_distance_px", dist.mean().item<double>()},
+                           {"uniform_reference_px", uniform},
+                           {"heads_px", std::vector<double>(dist.data_ptr<double>(), dist.data_ptr<double>() + heads)},
+                           {"kernel_variance", var}});
+      md << "| " << b << " | " << fixed(dist.mean().item<double>(), 2) << " | " << fixed(dist.min().item<double>(), 2)
+         << " | " << fixed(dist.max().item<double>(), 2) << " | " << fixed(uniform, 2) << " | " << std::scientific
+         << var << std::defaultfloat << " |\n";
+    }
+    var_csv += "conv,0\n";
+    numbers["attention"] = per_block;
+    numbers["patch_px"] = patch_px;
+    w.text("attention_distance.csv", csv);
+    w.text("kernel_variance.csv", var_csv);
+    plot::draw(chart, w.add("attention_distance.png"));
+
+    // Attention maps of image 0: the class token's (or the central patch's) attention.
+    plot::TileGrid maps{"attention of the class token (the central patch where there is none) over test image 0; "
+                        "each tile scaled to its own range",
+                        heads, 72,
+                        {}, {}};
+    for (size_t b = 0; b < attn.size(); ++b) {
+      const int64_t prefix = attn[b].size(2) - p;
+      maps.row_labels.push_back("block " + std::to_string(b) + (prefix ? " cls" : " centre"));
+      for (int64_t h = 0; h < heads; ++h) {
+        auto row = prefix ? attn[b][0][h][0].narrow(0, prefix, p) : attn[b][0][h][centre];
+        maps.tiles.push_back({raw[0], row.reshape({g, g}), "head " + std::to_string(h)});
+      }
+    }
+    plot::draw(maps, w.add("attention_maps.png"));
+
+    // Rollout through all blocks.
+    const auto rollout = attention_rollout(attn);  // (n, N, N)
+    const int64_t prefix = rollout.size(1) - p;
+    plot::TileGrid roll{"attention rollout of the " + std::string(prefix ? "class token" : "central patch"), show, 96,
+                        {}, {}};
+    for (int64_t i = 0; i < show; ++i) {
+      auto row = prefix ? rollout[i][0].narrow(0, prefix, p) : rollout[i][prefix + centre].narrow(0, prefix, p);
+      roll.tiles.push_back({raw[i], row.reshape({g, g}), "test image " + std::to_string(i)});
+    }
+    plot::draw(roll, w.add("rollout.png"));
+
+    // The central patch's dynamic kernel per block (head mean) for several images,
+    // beside fixed convolution kernels.
+    const auto [conv_name, conv] = first_filters(model);
+    plot::TileGrid kernels{"the central patch's kernel (its attention on the patch grid, mean of heads) per image; "
+                           "last row: fixed kernels of " + conv_name + "; each tile scaled to its own range",
+                           show, 64, {}, {}};
+    for (size_t b = 0; b < attn.size(); ++b) {
+      const int64_t pre = attn[b].size(2) - p;
+      const auto k = query_kernel(attn[b], g, pre, centre).mean(1);  // (n, g, g)
+      kernels.row_labels.push_back("block " + std::to_string(b));
+      for (int64_t i = 0; i < show; ++i) kernels.tiles.push_back({{}, k[i], "image " + std::to_string(i)});
+    }
+    kernels.row_labels.push_back("conv");
+    for (int64_t i = 0; i < show && i < conv.size(0); ++i)
+      kernels.tiles.push_back({{}, conv[i].mean(0), "filter " + std::to_string(i)});
+    plot::draw(kernels, w.add("dynamic_kernels.png"));
+
+    md << "\nMean attention distance (Dosovitskiy et al. 2021, Fig. 7): for each patch query, the attention-weighted "
+          "mean distance to the patch keys in input pixels, averaged over queries and images; one line per head "
+          "(`attention_distance.csv`). The uniform reference is the same statistic for attention spread evenly over "
+          "the keys the block may attend (the whole grid, or the local window). Kernel variance: the variance across images of each patch query's weight on "
+          "each patch key, averaged (0 for a convolution).\n\n"
+       << "![mean attention distance](attention_distance.png)\n\n"
+       << "![attention maps](attention_maps.png)\n\n![rollout](rollout.png)\n\n"
+       << "![dynamic kernels](dynamic_kernels.png)\n";
+  }
+  w.text("analysis.json", numbers.dump(2) + "\n");
+  w.text("README.md", md.str());
+  return {w.dir, w.files, numbers};
+}
+
+}  // namespace biaslab

@@ -1,0 +1,41 @@
+#pragma once
+// `biaslab analyze RUN_DIR`: what a trained model learned, as PNG files, CSV tables and a
+// Markdown page under RUN_DIR/analysis/:
+//   filters.png              the first layer's filters (conv1, the tokenizer's first conv,
+//                            or the ViT's patch projection)
+//   receptive_field.png/.csv the effective receptive field of the last feature map's
+//                            central unit, its 50/90% squares, the theoretical field
+//   and for transformers (ViT, hybrids):
+//   attention_maps.png       one image: per block (rows) and head (columns), the attention
+//                            of the class token (or the central patch) over the image
+//   rollout.png              attention rollout of the class token (or central patch)
+//   dynamic_kernels.png      the central patch's "kernel" (its attention reshaped to the
+//                            patch grid) for several images per block, beside fixed conv
+//                            kernels; kernel_variance.csv: its variance across images
+//   attention_distance.csv/.png  mean attention distance per block and head
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace biaslab {
+
+struct AnalyzeRequest {
+  std::filesystem::path run_dir;       ///< run directory (or checkpoint file with `out`)
+  std::string checkpoint = "best";     ///< best | last
+  std::filesystem::path out;           ///< "" = RUN_DIR/analysis
+  int64_t images = 32;                 ///< test images the statistics average over
+  int64_t show = 4;                    ///< images drawn in rollout.png / dynamic_kernels.png
+  std::vector<std::string> overrides;  ///< --set on the stored config (e.g. data.root)
+};
+
+struct AnalyzeReport {
+  std::filesystem::path dir;
+  std::vector<std::filesystem::path> files;
+  nlohmann::json numbers;  ///< what README.md reports, machine-readable (also analysis.json)
+};
+
+AnalyzeReport analyze_run(const AnalyzeRequest& req);
+
+}  // namespace biaslab

@@ -1,0 +1,40 @@
+#pragma once
+// What attention computed, per block and head: the weights themselves (rows summing to
+// 1), their mean distance on the image, rollout through the layers, and how much the
+// "kernel" a query patch applies changes from image to image -- a convolution applies
+// the same kernel everywhere and for every image, attention a content-dependent one.
+#include <torch/types.h>
+
+#include <vector>
+
+namespace biaslab {
+
+class ViTImpl;
+
+/// The attention weights of every block for `images` (eval mode, no gradients): one
+/// (B, heads, N, N) tensor per block, N including the class token where the block has it.
+std::vector<torch::Tensor> collect_attention(ViTImpl& vit, const torch::Tensor& images);
+
+/// Mean attention distance per head (Dosovitskiy et al. 2021, Fig. 7): for every patch
+/// query, the attention-weighted mean Euclidean distance to the patch keys (weights
+/// renormalised over the patch keys, prefix tokens left out), in input pixels
+/// (`patch_px` pixels per grid step), averaged over queries and images. attn: (B, H, N, N)
+/// with `prefix` leading non-patch tokens and a grid x grid patch grid. Returns (H).
+torch::Tensor mean_attention_distance(const torch::Tensor& attn, int64_t grid, int64_t prefix, double patch_px);
+
+/// Attention rollout (Abnar & Zuidema 2020): per block the head-mean attention mixed with
+/// the identity (0.5 A + 0.5 I, rows renormalised), multiplied through the blocks. Blocks
+/// with fewer tokens (GPSA blocks before the class token joins) are embedded with the
+/// class token attending to itself. Returns (B, N, N) over the last block's tokens.
+torch::Tensor attention_rollout(const std::vector<torch::Tensor>& attn);
+
+/// The kernel a patch query applies: its weights over the patch keys, renormalised and
+/// reshaped to the grid. attn (B, H, N, N) -> (B, H, grid, grid) for query patch `query`.
+torch::Tensor query_kernel(const torch::Tensor& attn, int64_t grid, int64_t prefix, int64_t query);
+
+/// How much the kernels vary with the image: the variance across images of each patch
+/// query's weight on each patch key, averaged over heads, queries and keys (0 for any
+/// convolution, whose kernel is the same for every image).
+double kernel_variance(const torch::Tensor& attn, int64_t grid, int64_t prefix);
+
+}  // namespace biaslab

@@ -1,0 +1,33 @@
+// biaslab analyze RUN_DIR [--checkpoint best|last] [--images N] [--show K] [--out DIR] [--set k=v]...
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "analysis/analyze.h"
+#include "cli/commands.h"
+
+namespace biaslab::cli {
+
+void register_analyze(CLI::App& app) {
+  struct Args {
+    AnalyzeRequest req;
+    std::string run_dir, out;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "analyze", "Attention maps, mean attention distance, dynamic kernels, effective receptive field, filters");
+  cmd->add_option("run_dir", args->run_dir, "run directory (or a checkpoint file with --out)")->required();
+  cmd->add_option("--checkpoint", args->req.checkpoint, "best or last")->capture_default_str();
+  cmd->add_option("--images", args->req.images, "test images the statistics average over")->capture_default_str();
+  cmd->add_option("--show", args->req.show, "images drawn in the rollout and kernel pictures")->capture_default_str();
+  cmd->add_option("--out", args->out, "output folder (default: RUN_DIR/analysis)");
+  cmd->add_option("--set", args->req.overrides, "override a value of the stored config, e.g. data.root=... (repeatable)");
+  cmd->callback([args] {
+    args->req.run_dir = args->run_dir;
+    args->req.out = args->out;
+    const AnalyzeReport r = analyze_run(args->req);
+    for (const auto& f : r.files) std::cout << "wrote " << f.string() << "\n";
+  });
+}
+
+}  // namespace biaslab::cli

@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "analysis/attention_stats.h"
+#include "analysis/receptive_field.h"
+#include "config/loader.h"
+#include "models/registry.h"
+#include "models/vit.h"
+
+using namespace biaslab;
+
+namespace {
+
+std::shared_ptr<ViTImpl> tiny_vit(std::vector<std::string> sets, const std::string& preset = "vit_lite_p4") {
+  std::vector<std::string> all = {"data.image_size=16", "data.channels=1", "data.num_classes=3", "data.mean=[0.5]",
+                                  "data.std=[0.5]", "data.class_names=[]", "model.embed_dim=16", "model.depth=2",
+                                  "model.num_heads=4", "model.patch_size=2"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  const Config cfg =
+      load_config_text("model: {preset: " + preset + "}\ndata: {preset: fashion_mnist}\n", "tiny.yaml", all);
+  auto model = std::dynamic_pointer_cast<ViTImpl>(build_model(cfg.model, input_spec(cfg.data)));
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.3);  // attention far from uniform
+  return model;
+}
+
+}  // namespace
+
+// Uniform attention over a grid: the mean distance is the mean Euclidean distance over all
+// pairs of patches (computed here by loops), whatever the prefix tokens get.
+TEST(AttentionStats, UniformAttentionGivesTheAnalyticMeanDistance) {
+  const int64_t g = 5, p = g * g, prefix = 1, heads = 2;
+  auto attn = torch::full({3, heads, prefix + p, prefix + p}, 1.0 / double(prefix + p));
+  double sum = 0;
+  for (int64_t a = 0; a < p; ++a)
+    for (int64_t b = 0; b < p; ++b) sum += std::hypot(double(a / g - b / g), double(a % g - b % g));
+  const double expected = 4.0 * sum / double(p * p);  // 4 px per patch
+  auto d = mean_attention_distance(attn, g, prefix, 4.0);
+  ASSERT_EQ(d.size(0), heads);
+  for (int64_t h = 0; h < heads; ++h) EXPECT_NEAR(d[h].item<double>(), expected, 1e-9);
+  // Each query attending only to itself: distance 0.
+  auto self = torch::zeros({1, 1, p, p});
+  self[0][0] = torch::eye(p);
+  EXPECT_EQ(mean_attention_distance(self, g, 0, 4.0).item<double>(), 0.0);
+}
+
+// A ViT with 3 x 3 local windows: every head's mean distance is at most the largest
+// distance inside the window (the corner, sqrt(2) patches), and the rows of every
+// block's attention sum to 1.
+TEST(AttentionStats, LocalWindowViTStaysInsideItsWindow) {
+  torch::manual_seed(0);
+  auto vit = tiny_vit({"model.attn_window=3"});
+  const auto attn = collect_attention(*vit, torch::randn({4, 1, 16, 16}));
+  ASSERT_EQ(attn.size(), 2u);
+  for (const auto& a : attn) {
+    EXPECT_EQ(a.sizes(), (torch::IntArrayRef{4, 4, 65, 65}));
+    EXPECT_TRUE(torch::allclose(a.sum(-1), torch::ones({4, 4, 65}), 1e-5, 1e-5));
+    const auto d = mean_attention_distance(a, 8, 1, 2.0);
+    EXPECT_LE(d.max().item<double>(), std::sqrt(2.0) * 2.0 + 1e-9);
+    EXPECT_GT(d.min().item<double>(), 0.0);
+  }
+  // Global attention on the same grid reaches further than any window head.
+  torch::manual_seed(0);
+  auto global = tiny_vit({});
+  const auto g = collect_attention(*global, torch::randn({4, 1, 16, 16}));
+  EXPECT_GT(mean_attention_distance(g[0], 8, 1, 2.0).max().item<double>(), std::sqrt(2.0) * 2.0);
+}
+
+// GPSA blocks before the class token joins have no prefix; rows still sum to 1, and
+// rollout spans the last block's tokens with rows summing to 1.
+TEST(AttentionStats, GpsaBlocksAndRollout) {
+  torch::manual_seed(0);
+  auto vit = tiny_vit({"model.gpsa_layers=1"}, "convit_lite_p4");
+  const auto attn = collect_attention(*vit, torch::randn({2, 1, 16, 16}));
+  EXPECT_EQ(attn[0].size(2), 64);  // patches only
+  EXPECT_EQ(attn[1].size(2), 65);  // class token joined
+  for (const auto& a : attn) EXPECT_TRUE(torch::allclose(a.sum(-1), torch::ones_like(a.sum(-1)), 1e-5, 1e-5));
+  const auto r = attention_rollout(attn);
+  EXPECT_EQ(r.sizes(), (torch::IntArrayRef{2, 65, 65}));
+  EXPECT_TRUE(torch::allclose(r.sum(-1), torch::ones({2, 65}), 1e-5, 1e-5));
+  // Identity attention everywhere rolls out to the identity.
+  EXPECT_TRUE(torch::allclose(attention_rollout({torch::eye(5).expand({1, 2, 5, 5})}), torch::eye(5).unsqueeze(0)));
+}
+
+TEST(AttentionStats, QueryKernelsAndTheirVarianceAcrossImages) {
+  torch::manual_seed(0);
+  auto same = torch::softmax(torch::randn({1, 2, 10, 10}), -1).expand({3, 2, 10, 10});  // 1 prefix + 3 x 3
+  const auto k = query_kernel(same, 3, 1, 4);
+  EXPECT_EQ(k.sizes(), (torch::IntArrayRef{3, 2, 3, 3}));
+  EXPECT_TRUE(torch::allclose(k.sum({2, 3}), torch::ones({3, 2})));
+  EXPECT_EQ(kernel_variance(same, 3, 1), 0.0);  // the same kernel for every image: a convolution
+  EXPECT_GT(kernel_variance(torch::softmax(torch::randn({3, 2, 10, 10}), -1), 3, 1), 0.0);
+}
+
+// L stacked 3 x 3 stride-1 convolutions: the effective receptive field's support is
+// exactly the theoretical 1 + 2L pixels.
+TEST(ReceptiveField, StackOfConvsHasTheTheoreticalSupport) {
+  torch::manual_seed(0);
+  for (int64_t layers = 1; layers <= 4; ++layers) {
+    torch::nn::Sequential net;
+    int64_t in = 1;
+    for (int64_t l = 0; l < layers; ++l) {
+      net->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, 3, 3).padding(1).bias(false)));
+      in = 3;
+    }
+    const auto erf = effective_receptive_field([&](const torch::Tensor& x) { return net->forward(x); },
+                                               torch::randn({2, 1, 21, 21}));
+    EXPECT_EQ(erf.sizes(), (torch::IntArrayRef{21, 21}));
+    EXPECT_EQ(support_side(erf), 1 + 2 * layers) << layers << " layers";
+    EXPECT_LE(erf_side(erf, 0.9), 1 + 2 * layers);
+  }
+}
+
+TEST(ReceptiveField, SquaresHoldingAShareOfTheMass) {
+  auto point = torch::zeros({9, 9});
+  point[4][4] = 1.0;
+  EXPECT_EQ(erf_side(point, 0.5), 1);
+  EXPECT_EQ(support_side(point), 1);
+  auto flat = torch::ones({9, 9});
+  EXPECT_EQ(erf_side(flat, 1.0), 9);
+  EXPECT_EQ(erf_side(flat, 0.1), 3);  // 9 of 81 pixels
+  EXPECT_EQ(support_side(flat), 9);
+}
+
+// The feature map of a ViT is its patch tokens on their grid; its ERF covers the image.
+TEST(ReceptiveField, ViTFeatureMapIsThePatchGrid) {
+  torch::manual_seed(0);
+  auto vit = tiny_vit({});
+  vit->eval();
+  const auto map = feature_map_fn(*vit)(torch::randn({2, 1, 16, 16}));
+  EXPECT_EQ(map.sizes(), (torch::IntArrayRef{2, 16, 8, 8}));
+  const auto erf = effective_receptive_field(feature_map_fn(*vit), torch::randn({2, 1, 16, 16}));
+  EXPECT_EQ(support_side(erf), 16);  // global attention: every pixel matters
+}

@@ -1,0 +1,50 @@
+# `biaslab analyze` end to end: a briefly trained ViT (with a class token and local
+# windows) and a ResNet get their pictures, tables and page; bad input gives clear errors.
+source "$(dirname "$0")/lib.sh" "$@"
+cd "$WORK"
+common=(--set data.train_per_class=20 --set train.steps=3 --set runtime.threads=2)
+"$BIASLAB" train -c "$SRC/configs/fmnist_vit_lite.yaml" "${common[@]}" --set model.depth=2 --set model.attn_window=3 \
+  --out vit > vit.out 2>&1 || { cat vit.out; fail "ViT training failed"; }
+"$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --out resnet > resnet.out 2>&1 \
+  || { cat resnet.out; fail "ResNet training failed"; }
+
+"$BIASLAB" analyze vit --images 8 --show 3 > vit_analyze.out
+for f in filters.png receptive_field.png receptive_field.csv attention_maps.png rollout.png dynamic_kernels.png \
+         attention_distance.png attention_distance.csv kernel_variance.csv analysis.json README.md; do
+  [[ -s vit/analysis/$f ]] || fail "vit/analysis/$f missing or empty"
+done
+for png in vit/analysis/*.png; do
+  [[ $(head -c 8 "$png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "$png is not a PNG"
+done
+python3 - <<'P' || fail "ViT analysis tables"
+import csv, json
+rows = list(csv.DictReader(open("vit/analysis/attention_distance.csv")))
+assert len(rows) == 2 * 4, len(rows)  # blocks x heads
+# 3 x 3 windows on a 7 x 7 grid of 4 px patches: at most the window's corner, 4 sqrt(2) px.
+assert all(0 < float(r["mean_distance_px"]) <= 4 * 2 ** 0.5 + 1e-9 for r in rows), rows
+n = json.load(open("vit/analysis/analysis.json"))
+assert n["images"] == 8 and n["patch_px"] == 4.0 and len(n["attention"]) == 2, n
+assert n["receptive_field"]["theoretical_px"] > 0, n  # windows: a finite theoretical field
+page = open("vit/analysis/README.md").read()
+assert "![mean attention distance](attention_distance.png)" in page and "| block |" in page
+P
+echo "ok: ViT analysis"
+
+"$BIASLAB" analyze resnet --images 8 --out resnet_analysis > /dev/null
+for f in filters.png receptive_field.png receptive_field.csv analysis.json README.md; do
+  [[ -s resnet_analysis/$f ]] || fail "resnet_analysis/$f missing"
+done
+[[ ! -e resnet_analysis/attention_maps.png ]] || fail "a ResNet has no attention maps"
+python3 - <<'P' || fail "ResNet receptive field table"
+import csv
+r = next(csv.DictReader(open("resnet_analysis/receptive_field.csv")))
+assert r["stage"] == "layer3" and r["theoretical_px"] == "81", r
+assert 1 <= int(r["erf_side_50_px"]) <= int(r["erf_side_90_px"]) <= 28, r
+P
+echo "ok: ResNet analysis"
+
+expect_status 2 "--images: expected at least 2" -- "$BIASLAB" analyze vit --images 1
+expect_status 2 "--checkpoint: 'worst'" -- "$BIASLAB" analyze vit --checkpoint worst
+expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" analyze nothing
+expect_status 2 "--out: required" -- "$BIASLAB" analyze vit/checkpoints/best.pt
+echo "e2e analyze: all checks passed"
