@@ -12,6 +12,7 @@
 #include "core/fs.h"
 #include "core/runtime.h"
 #include "data/dataset.h"
+#include "data/image_folder.h"
 #include "data/transforms.h"
 #include "engine/experiment.h"
 #include "models/summary.h"
@@ -47,6 +48,22 @@ torch::Tensor filter_image(const torch::Tensor& f) {
   return plot::to_image(c == 1 || c == 3 ? f : f.mean(0, true), /*signed_range=*/true);
 }
 
+// --query as a patch index on a grid x grid grid; -1 for the class token.
+int64_t parse_query(const std::string& q, int64_t grid) {
+  if (q == "cls") return -1;
+  if (q == "center" || q == "centre") return (grid / 2) * grid + grid / 2;
+  const auto comma = q.find(',');
+  try {
+    size_t used = 0;
+    const int64_t r = std::stoll(q.substr(0, comma), &used);
+    const int64_t c = comma == std::string::npos ? -1 : std::stoll(q.substr(comma + 1));
+    if (comma != std::string::npos && r >= 0 && r < grid && c >= 0 && c < grid) return r * grid + c;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError("--query: expected cls, center or ROW,COL with 0 <= ROW, COL < " + std::to_string(grid) +
+                    " (the patch grid), got '" + q + "'");
+}
+
 struct Writer {
   fs::path dir;
   std::vector<fs::path> files;
@@ -78,8 +95,30 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
   if (n < 2) throw DataError("analyze: the test split has fewer than 2 images");
   const torch::Tensor raw = data.test.images.narrow(0, 0, n);  // uint8 (n, C, H, W)
   const torch::Tensor x = normalize(raw, data.mean, data.std);
-  const int64_t show = std::min<int64_t>(req.show, n);
   const int64_t size = cfg.data.image_size;
+  // The images the pictures show: the given files, or the first test images.
+  torch::Tensor shown_raw;
+  if (req.image_files.empty()) {
+    shown_raw = raw.narrow(0, 0, std::min<int64_t>(req.show, n));
+  } else {
+    FolderReadOptions decode;
+    decode.channels = cfg.data.channels;
+    decode.image_size = size;
+    shown_raw = torch::empty({int64_t(req.image_files.size()), cfg.data.channels, size, size}, torch::kUInt8);
+    for (size_t i = 0; i < req.image_files.size(); ++i)
+      if (!decode_image(req.image_files[i], decode, shown_raw[int64_t(i)]))
+        throw DataError(req.image_files[i] + ": OpenCV cannot decode this image (or no such file)");
+  }
+  const int64_t show = shown_raw.size(0);
+  const torch::Tensor shown_x = normalize(shown_raw, data.mean, data.std);
+  auto shown_name = [&](int64_t i) {
+    return req.image_files.empty() ? "test image " + std::to_string(i)
+                                   : std::filesystem::path(req.image_files[size_t(i)]).filename().string();
+  };
+
+  // The query, checked before anything is written: -1 for the class token.
+  auto* vit = dynamic_cast<ViTImpl*>(&model);
+  const int64_t query = vit ? parse_query(req.query, vit->patch_embed->grid_size()) : -1;
 
   Writer w{req.out.empty() ? req.run_dir / "analysis" : req.out, {}};
   fs::create_directories(w.dir);
@@ -134,7 +173,6 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
        << "![effective receptive field](receptive_field.png)\n\n";
   }
 
-  auto* vit = dynamic_cast<ViTImpl*>(&model);
   if (!vit) {
     md << "## Attention\n\nNone: a convolutional network applies the same kernel at every position and for every "
           "image (kernel variance across images 0 by construction).\n";
@@ -184,43 +222,50 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     w.text("kernel_variance.csv", var_csv);
     plot::draw(chart, w.add("attention_distance.png"));
 
-    // Attention maps of image 0: the class token's (or the central patch's) attention.
-    plot::TileGrid maps{"attention of the class token (the central patch where there is none) over test image 0; "
-                        "each tile scaled to its own range",
-                        heads, 72,
-                        {}, {}};
-    for (size_t b = 0; b < attn.size(); ++b) {
-      const int64_t prefix = attn[b].size(2) - p;
-      maps.row_labels.push_back("block " + std::to_string(b) + (prefix ? " cls" : " centre"));
-      for (int64_t h = 0; h < heads; ++h) {
-        auto row = prefix ? attn[b][0][h][0].narrow(0, prefix, p) : attn[b][0][h][centre];
-        maps.tiles.push_back({raw[0], row.reshape({g, g}), "head " + std::to_string(h)});
-      }
-    }
-    plot::draw(maps, w.add("attention_maps.png"));
-
-    // Rollout through all blocks.
-    const auto rollout = attention_rollout(attn);  // (n, N, N)
-    const int64_t prefix = rollout.size(1) - p;
-    plot::TileGrid roll{"attention rollout of the " + std::string(prefix ? "class token" : "central patch"), show, 96,
-                        {}, {}};
+    // The pictures: the query's attention per block and head for every shown image, its
+    // rollout, and its kernel beside fixed convolution kernels.
+    const int64_t patch_query = query < 0 ? centre : query;
+    const auto shown_attn = collect_attention(*vit, shown_x);
+    auto query_row = [&](int64_t prefix) {  // index of the query's row in a block
+      return query < 0 && prefix > 0 ? int64_t(0) : prefix + patch_query;
+    };
+    const std::string query_text = query < 0 ? "the class token (the central patch in blocks without one)"
+                                             : "patch (" + std::to_string(patch_query / g) + ", " +
+                                                   std::to_string(patch_query % g) + ")";
     for (int64_t i = 0; i < show; ++i) {
-      auto row = prefix ? rollout[i][0].narrow(0, prefix, p) : rollout[i][prefix + centre].narrow(0, prefix, p);
-      roll.tiles.push_back({raw[i], row.reshape({g, g}), "test image " + std::to_string(i)});
+      plot::TileGrid maps{"attention of " + query_text + " over " + shown_name(i) + "; each tile scaled to its own range",
+                          heads, 72, {}, {}};
+      for (size_t b = 0; b < shown_attn.size(); ++b) {
+        const int64_t prefix = shown_attn[b].size(2) - p;
+        const int64_t row = query_row(prefix);
+        maps.row_labels.push_back("block " + std::to_string(b) + (row == 0 && prefix > 0 ? " cls" : ""));
+        for (int64_t h = 0; h < heads; ++h)
+          maps.tiles.push_back({shown_raw[i], shown_attn[b][i][h][row].narrow(0, prefix, p).reshape({g, g}),
+                                "head " + std::to_string(h)});
+      }
+      plot::draw(maps, w.add("attention_maps_" + std::to_string(i) + ".png"));
+    }
+
+    const auto rollout = attention_rollout(shown_attn);  // (show, N, N)
+    const int64_t prefix = rollout.size(1) - p;
+    plot::TileGrid roll{"attention rollout of " + query_text, show, 96, {}, {}};
+    for (int64_t i = 0; i < show; ++i) {
+      const auto row = rollout[i][query_row(prefix)].narrow(0, prefix, p);
+      roll.tiles.push_back({shown_raw[i], row.reshape({g, g}), shown_name(i)});
     }
     plot::draw(roll, w.add("rollout.png"));
 
-    // The central patch's dynamic kernel per block (head mean) for several images,
-    // beside fixed convolution kernels.
     const auto [conv_name, conv] = first_filters(model);
-    plot::TileGrid kernels{"the central patch's kernel (its attention on the patch grid, mean of heads) per image; "
-                           "last row: fixed kernels of " + conv_name + "; each tile scaled to its own range",
+    plot::TileGrid kernels{"the kernel of patch (" + std::to_string(patch_query / g) + ", " +
+                               std::to_string(patch_query % g) +
+                               "): its attention on the patch grid, mean of heads, per image; last row: fixed kernels "
+                               "of " + conv_name + "; each tile scaled to its own range",
                            show, 64, {}, {}};
-    for (size_t b = 0; b < attn.size(); ++b) {
-      const int64_t pre = attn[b].size(2) - p;
-      const auto k = query_kernel(attn[b], g, pre, centre).mean(1);  // (n, g, g)
+    for (size_t b = 0; b < shown_attn.size(); ++b) {
+      const int64_t pre = shown_attn[b].size(2) - p;
+      const auto k = query_kernel(shown_attn[b], g, pre, patch_query).mean(1);  // (show, g, g)
       kernels.row_labels.push_back("block " + std::to_string(b));
-      for (int64_t i = 0; i < show; ++i) kernels.tiles.push_back({{}, k[i], "image " + std::to_string(i)});
+      for (int64_t i = 0; i < show; ++i) kernels.tiles.push_back({{}, k[i], shown_name(i)});
     }
     kernels.row_labels.push_back("conv");
     for (int64_t i = 0; i < show && i < conv.size(0); ++i)
@@ -233,7 +278,7 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
           "the keys the block may attend (the whole grid, or the local window). Kernel variance: the variance across images of each patch query's weight on "
           "each patch key, averaged (0 for a convolution).\n\n"
        << "![mean attention distance](attention_distance.png)\n\n"
-       << "![attention maps](attention_maps.png)\n\n![rollout](rollout.png)\n\n"
+       << "![attention maps](attention_maps_0.png)\n\n![rollout](rollout.png)\n\n"
        << "![dynamic kernels](dynamic_kernels.png)\n";
   }
   w.text("analysis.json", numbers.dump(2) + "\n");

@@ -6,10 +6,10 @@
 //   receptive_field.png/.csv the effective receptive field of the last feature map's
 //                            central unit, its 50/90% squares, the theoretical field
 //   and for transformers (ViT, hybrids):
-//   attention_maps.png       one image: per block (rows) and head (columns), the attention
-//                            of the class token (or the central patch) over the image
-//   rollout.png              attention rollout of the class token (or central patch)
-//   dynamic_kernels.png      the central patch's "kernel" (its attention reshaped to the
+//   attention_maps_<i>.png   per shown image: per block (rows) and head (columns), the
+//                            attention of the query (the class token, or a patch) over it
+//   rollout.png              attention rollout of the query, for every shown image
+//   dynamic_kernels.png      a patch query's "kernel" (its attention reshaped to the
 //                            patch grid) for several images per block, beside fixed conv
 //                            kernels; kernel_variance.csv: its variance across images
 //   attention_distance.csv/.png  mean attention distance per block and head
@@ -26,7 +26,11 @@ struct AnalyzeRequest {
   std::string checkpoint = "best";     ///< best | last
   std::filesystem::path out;           ///< "" = RUN_DIR/analysis
   int64_t images = 32;                 ///< test images the statistics average over
-  int64_t show = 4;                    ///< images drawn in rollout.png / dynamic_kernels.png
+  int64_t show = 4;                    ///< test images drawn (when no image_files are given)
+  std::vector<std::string> image_files;  ///< images to draw instead (decoded as `predict` does)
+  /// The query of the pictures: "cls" (the class token; the central patch in blocks
+  /// without one), "center", or "ROW,COL" (a patch of the grid, 0-based).
+  std::string query = "cls";
   std::vector<std::string> overrides;  ///< --set on the stored config (e.g. data.root)
 };
 

@@ -1,4 +1,5 @@
-// biaslab analyze RUN_DIR [--checkpoint best|last] [--images N] [--show K] [--out DIR] [--set k=v]...
+// biaslab analyze RUN_DIR [--checkpoint best|last] [--images N] [--show K | --image FILE...]
+//                 [--query cls|center|ROW,COL] [--out DIR] [--set k=v]...
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -19,7 +20,10 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("run_dir", args->run_dir, "run directory (or a checkpoint file with --out)")->required();
   cmd->add_option("--checkpoint", args->req.checkpoint, "best or last")->capture_default_str();
   cmd->add_option("--images", args->req.images, "test images the statistics average over")->capture_default_str();
-  cmd->add_option("--show", args->req.show, "images drawn in the rollout and kernel pictures")->capture_default_str();
+  cmd->add_option("--show", args->req.show, "test images drawn in the pictures (without --image)")->capture_default_str();
+  cmd->add_option("--image", args->req.image_files, "image files to draw instead of test images (repeatable)");
+  cmd->add_option("--query", args->req.query, "query of the attention pictures: cls, center, or ROW,COL (a patch)")
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "output folder (default: RUN_DIR/analysis)");
   cmd->add_option("--set", args->req.overrides, "override a value of the stored config, e.g. data.root=... (repeatable)");
   cmd->callback([args] {

@@ -9,7 +9,7 @@ common=(--set data.train_per_class=20 --set train.steps=3 --set runtime.threads=
   || { cat resnet.out; fail "ResNet training failed"; }
 
 "$BIASLAB" analyze vit --images 8 --show 3 > vit_analyze.out
-for f in filters.png receptive_field.png receptive_field.csv attention_maps.png rollout.png dynamic_kernels.png \
+for f in filters.png receptive_field.png receptive_field.csv attention_maps_0.png attention_maps_2.png rollout.png dynamic_kernels.png \
          attention_distance.png attention_distance.csv kernel_variance.csv analysis.json README.md; do
   [[ -s vit/analysis/$f ]] || fail "vit/analysis/$f missing or empty"
 done
@@ -34,7 +34,7 @@ echo "ok: ViT analysis"
 for f in filters.png receptive_field.png receptive_field.csv analysis.json README.md; do
   [[ -s resnet_analysis/$f ]] || fail "resnet_analysis/$f missing"
 done
-[[ ! -e resnet_analysis/attention_maps.png ]] || fail "a ResNet has no attention maps"
+[[ ! -e resnet_analysis/attention_maps_0.png ]] || fail "a ResNet has no attention maps"
 python3 - <<'P' || fail "ResNet receptive field table"
 import csv
 r = next(csv.DictReader(open("resnet_analysis/receptive_field.csv")))
@@ -43,6 +43,17 @@ assert 1 <= int(r["erf_side_50_px"]) <= int(r["erf_side_90_px"]) <= 28, r
 P
 echo "ok: ResNet analysis"
 
+# Chosen image files and a chosen query patch.
+"$BIASLAB" data export -c "$SRC/configs/fmnist_resnet20.yaml" --set data.train_per_class=1 --out fm > /dev/null
+"$BIASLAB" analyze vit --images 4 --image fm/test/9_Ankle_boot/000000.png --image fm/test/1_Trouser/000002.png \
+  --query 3,2 --out chosen > chosen.out
+[[ -s chosen/attention_maps_0.png && -s chosen/attention_maps_1.png && ! -e chosen/attention_maps_2.png ]] \
+  || fail "one attention map per chosen image expected: $(ls chosen)"
+echo "ok: chosen images and query"
+expect_status 2 "--query: expected cls, center or ROW,COL with 0 <= ROW, COL < 7" -- \
+  "$BIASLAB" analyze vit --query 7,0 --out bad_query
+expect_status 3 "nope.png: OpenCV cannot decode this image" -- "$BIASLAB" analyze vit --image nope.png --out bad_image
+[[ ! -e bad_query && ! -e bad_image ]] || fail "a refused analysis wrote files"
 expect_status 2 "--images: expected at least 2" -- "$BIASLAB" analyze vit --images 1
 expect_status 2 "--checkpoint: 'worst'" -- "$BIASLAB" analyze vit --checkpoint worst
 expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" analyze nothing
