@@ -80,6 +80,13 @@ TEST(AttentionStats, GpsaBlocksAndRollout) {
   const auto r = attention_rollout(attn);
   EXPECT_EQ(r.sizes(), (torch::IntArrayRef{2, 65, 65}));
   EXPECT_TRUE(torch::allclose(r.sum(-1), torch::ones({2, 65}), 1e-5, 1e-5));
+  // Two blocks by hand: block 0 over 2 patches (the class token joins in block 1, where
+  // attention is uniform over 3 tokens); rollout = mix(A1) mix(embed(A0)), mix(A) = (A + I) / 2.
+  auto a0 = torch::tensor({0.8f, 0.2f, 0.3f, 0.7f}).view({1, 1, 2, 2});
+  auto a1 = torch::full({1, 1, 3, 3}, 1.0f / 3.0f);
+  auto embedded = torch::tensor({1.0f, 0.0f, 0.0f, 0.0f, 0.8f, 0.2f, 0.0f, 0.3f, 0.7f}).view({3, 3});
+  auto expected = torch::matmul(0.5 * a1[0][0] + 0.5 * torch::eye(3), 0.5 * embedded + 0.5 * torch::eye(3));
+  EXPECT_TRUE(torch::allclose(attention_rollout({a0, a1})[0], expected, 1e-6, 1e-6));
   // Identity attention everywhere rolls out to the identity.
   EXPECT_TRUE(torch::allclose(attention_rollout({torch::eye(5).expand({1, 2, 5, 5})}), torch::eye(5).unsqueeze(0)));
 }
@@ -90,8 +97,23 @@ TEST(AttentionStats, QueryKernelsAndTheirVarianceAcrossImages) {
   const auto k = query_kernel(same, 3, 1, 4);
   EXPECT_EQ(k.sizes(), (torch::IntArrayRef{3, 2, 3, 3}));
   EXPECT_TRUE(torch::allclose(k.sum({2, 3}), torch::ones({3, 2})));
-  EXPECT_EQ(kernel_variance(same, 3, 1), 0.0);  // the same kernel for every image: a convolution
-  EXPECT_GT(kernel_variance(torch::softmax(torch::randn({3, 2, 10, 10}), -1), 3, 1), 0.0);
+  EXPECT_NEAR(kernel_variance(same, 3, 1), 0.0, 1e-15);  // the same kernel for every image: a convolution
+  auto varying = torch::softmax(torch::randn({6, 2, 10, 10}), -1);
+  EXPECT_GT(kernel_variance(varying, 3, 1), 0.0);
+  // Accumulated over batches it is the variance over all images.
+  KernelMoments m;
+  m.add(varying.narrow(0, 0, 2), 3, 1);
+  m.add(varying.narrow(0, 2, 4), 3, 1);
+  EXPECT_NEAR(m.variance(), kernel_variance(varying, 3, 1), 1e-12);
+  // Keys a window never lets a query attend (weight 0 in every image) are left out.
+  auto windowed = varying.clone();
+  windowed.narrow(3, 9, 1).zero_();
+  windowed = windowed / windowed.sum(-1, true);
+  KernelMoments w;
+  w.add(windowed, 3, 1);
+  const auto pw = windowed.narrow(2, 1, 9).narrow(3, 1, 8);
+  const auto renorm = pw / pw.sum(-1, true);
+  EXPECT_NEAR(w.variance(), renorm.to(torch::kDouble).var(0, false).mean().item<double>(), 1e-9);
 }
 
 // L stacked 3 x 3 stride-1 convolutions: the effective receptive field's support is
@@ -113,7 +135,23 @@ TEST(ReceptiveField, StackOfConvsHasTheTheoreticalSupport) {
   }
 }
 
+// A stride-2 layer: the central unit j of the map sits over pixel 2j, not the image
+// centre; the squares are centred on the ERF itself.
+TEST(ReceptiveField, StridedUnitsAreMeasuredWhereTheyLook) {
+  torch::manual_seed(0);
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(1, 2, 3).stride(2).padding(1).bias(false));
+  const auto erf = effective_receptive_field([&](const torch::Tensor& x) { return conv->forward(x); },
+                                             torch::randn({2, 1, 14, 14}));  // map 7 x 7, unit (3, 3)
+  EXPECT_EQ(erf_centre(erf), (std::pair<int64_t, int64_t>{6, 6}));  // pixels 5..7
+  EXPECT_EQ(support_side(erf), 3);
+  EXPECT_EQ(erf_side(erf, 1.0), 3);
+}
+
 TEST(ReceptiveField, SquaresHoldingAShareOfTheMass) {
+  auto off = torch::zeros({9, 9});
+  off[2][6] = 1.0;
+  EXPECT_EQ(erf_side(off, 0.5), 1);
+  EXPECT_EQ(erf_centre(off), (std::pair<int64_t, int64_t>{2, 6}));
   auto point = torch::zeros({9, 9});
   point[4][4] = 1.0;
   EXPECT_EQ(erf_side(point, 0.5), 1);

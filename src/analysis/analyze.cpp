@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 #include "analysis/attention_stats.h"
@@ -16,6 +17,7 @@
 #include "data/transforms.h"
 #include "engine/experiment.h"
 #include "models/summary.h"
+#include "layers/transformer_block.h"
 #include "models/vit.h"
 #include "plot/chart.h"
 #include "plot/tiles.h"
@@ -25,6 +27,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
+
+constexpr int64_t kBatch = 16;  // images per forward/backward pass of the statistics
 
 std::string fixed(double v, int digits) {
   std::ostringstream s;
@@ -53,15 +57,39 @@ int64_t parse_query(const std::string& q, int64_t grid) {
   if (q == "cls") return -1;
   if (q == "center" || q == "centre") return (grid / 2) * grid + grid / 2;
   const auto comma = q.find(',');
-  try {
+  auto number = [](const std::string& t) -> int64_t {
     size_t used = 0;
-    const int64_t r = std::stoll(q.substr(0, comma), &used);
-    const int64_t c = comma == std::string::npos ? -1 : std::stoll(q.substr(comma + 1));
-    if (comma != std::string::npos && r >= 0 && r < grid && c >= 0 && c < grid) return r * grid + c;
+    const int64_t v = std::stoll(t, &used);
+    if (used != t.size()) throw std::invalid_argument(t);
+    return v;
+  };
+  try {
+    if (comma != std::string::npos) {
+      const int64_t r = number(q.substr(0, comma)), c = number(q.substr(comma + 1));
+      if (r >= 0 && r < grid && c >= 0 && c < grid) return r * grid + c;
+    }
   } catch (const std::exception&) {
   }
   throw ConfigError("--query: expected cls, center or ROW,COL with 0 <= ROW, COL < " + std::to_string(grid) +
                     " (the patch grid), got '" + q + "'");
+}
+
+// Input pixels per step of a transformer's token grid: the patch size times the strides
+// of a hybrid's CNN tokenizer.
+double token_stride_px(const ModelConfig& m) {
+  int64_t halvings = 0;
+  if (m.family == "hybrid")
+    halvings = m.tokenizer == "conv" ? int64_t(m.widths.size())
+                                     : int64_t(m.layers.size()) - 1 + (m.stem == "imagenet" ? 2 : 0);
+  return double(m.patch_size) * double(int64_t(1) << halvings);
+}
+
+// The output folder: a new one, or an earlier analysis (which is replaced); anything else
+// is refused rather than deleted.
+void check_output_folder(const fs::path& dir) {
+  if (!fs::exists(dir) || (fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "analysis.json")))) return;
+  throw ConfigError("--out: " + dir.string() + " exists and is not an earlier analysis (no analysis.json); "
+                    "choose another folder");
 }
 
 struct Writer {
@@ -120,10 +148,19 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
   auto* vit = dynamic_cast<ViTImpl*>(&model);
   const int64_t query = vit ? parse_query(req.query, vit->patch_embed->grid_size()) : -1;
 
-  Writer w{req.out.empty() ? req.run_dir / "analysis" : req.out, {}};
-  fs::create_directories(w.dir);
+  if (!vit && (req.query != "cls" || !req.image_files.empty()))
+    spdlog::warn("analyze: --query and --image concern attention; {} has none", cfg.model.family);
+  const fs::path out = req.out.empty() ? req.run_dir / "analysis" : req.out;
+  check_output_folder(out);
+  // Everything goes to a sibling folder first; the rename at the end makes the analysis
+  // all or nothing, and an earlier one is replaced whole (no stale pictures).
+  const fs::path partial = out.string() + ".partial";
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+  Writer w{partial, {}};
   json numbers = {{"run", req.run_dir.string()}, {"checkpoint", checkpoint.string()}, {"family", cfg.model.family},
                   {"preset", cfg.model.preset},  {"images", n},                        {"image_size", size}};
+  try {
   std::ostringstream md;
   const std::string model_name = cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset;
   md << "# Analysis of " << model_name << " (" << cfg.model.family << ")\n\n"
@@ -147,7 +184,13 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
 
   // Effective receptive field of the last feature map's central unit.
   {
-    const auto erf = effective_receptive_field(feature_map_fn(model), x);
+    const auto features = feature_map_fn(model);
+    torch::Tensor erf;
+    for (int64_t begin = 0; begin < n; begin += kBatch) {  // a mean over images, batch by batch
+      const int64_t len = std::min(kBatch, n - begin);
+      const auto part = effective_receptive_field(features, x.narrow(0, begin, len)) * double(len) / double(n);
+      erf = erf.defined() ? erf + part : part;
+    }
     const ModelSummary summary = summarize(model, cfg.data.channels, size);
     const auto& last = summary.stages.at(summary.stages.size() - 2);  // the stage before the head
     const int64_t theory = last.receptive_field;
@@ -166,9 +209,11 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     grid.tiles.push_back({{}, erf, "|d unit / d input|"});
     grid.tiles.push_back({{}, erf.sqrt(), "square root (tails)"});
     plot::draw(grid, w.add("receptive_field.png"));
+    const auto [cy, cx] = erf_centre(erf);
     md << "## Effective receptive field\n\nGradient of the central unit of `" << last.name
-       << "` (all channels) with respect to the input, |.| summed over input channels, averaged over " << n
-       << " images (Luo et al. 2016). Squares centred on the image centre holding 50% / 90% of it: " << s50
+       << "` (the sum of its channels) with respect to the input, |.| summed over input channels, averaged over " << n
+       << " images (Luo et al. 2016). Squares centred on its centre of mass (pixel " << cy << ", " << cx
+       << ") holding 50% / 90% of it: " << s50
        << " / " << s90 << " px of " << size << "; theoretical receptive field: " << theory_text << ".\n\n"
        << "![effective receptive field](receptive_field.png)\n\n";
   }
@@ -177,26 +222,42 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     md << "## Attention\n\nNone: a convolutional network applies the same kernel at every position and for every "
           "image (kernel variance across images 0 by construction).\n";
   } else {
-    const auto attn = collect_attention(*vit, x);
     const int64_t g = vit->patch_embed->grid_size(), p = g * g;
-    const double patch_px = double(size) / double(g);
+    const double patch_px = token_stride_px(cfg.model);
     const int64_t centre = (g / 2) * g + g / 2;
+    const size_t blocks = vit->blocks->size();
+    // Statistics batch by batch: mean distances weighted by images, kernel moments summed.
+    std::vector<torch::Tensor> dist_sum(blocks);
+    std::vector<KernelMoments> moments(blocks);
+    std::vector<int64_t> prefixes(blocks);
+    for (int64_t begin = 0; begin < n; begin += kBatch) {
+      const int64_t len = std::min(kBatch, n - begin);
+      const auto attn = collect_attention(*vit, x.narrow(0, begin, len));
+      for (size_t b = 0; b < blocks; ++b) {
+        prefixes[b] = attn[b].size(2) - p;
+        const auto d = mean_attention_distance(attn[b], g, prefixes[b], patch_px) * double(len);
+        dist_sum[b] = dist_sum[b].defined() ? dist_sum[b] + d : d;
+        moments[b].add(attn[b], g, prefixes[b]);
+      }
+    }
     std::string csv = "block,head,mean_distance_px\n", var_csv = "block,kernel_variance\n";
     plot::LineChart chart{"Mean attention distance (" + model_name + ")", "block", "mean distance (px)", false, {}};
-    const int64_t heads = attn.front().size(1);
+    const int64_t heads = dist_sum.front().size(0);
     chart.lines.resize(size_t(heads));
     json per_block = json::array();
-    md << "## Attention\n\n" << attn.size() << " blocks x " << heads << " heads on a " << g << " x " << g
+    md << "## Attention\n\n" << blocks << " blocks x " << heads << " heads on a " << g << " x " << g
        << " patch grid (" << fixed(patch_px, 1) << " px per patch).\n\n"
        << "| block | mean distance (px), mean of heads | min head | max head | uniform attention over the same keys "
           "| kernel variance across images |\n"
        << "| --- | --- | --- | --- | --- | --- |\n";
-    for (size_t b = 0; b < attn.size(); ++b) {
-      const int64_t prefix = attn[b].size(2) - p;
-      const auto dist = mean_attention_distance(attn[b], g, prefix, patch_px);
-      const double var = kernel_variance(attn[b], g, prefix);
-      // The same keys attended uniformly (every key the block may attend, e.g. its window).
-      const auto allowed = (attn[b].narrow(0, 0, 1) > 0).to(torch::kDouble);
+    for (size_t b = 0; b < blocks; ++b) {
+      const int64_t prefix = prefixes[b];
+      const auto dist = dist_sum[b] / double(n);
+      const double var = moments[b].variance();
+      // The same keys attended uniformly: every key the block may attend (its window).
+      const auto& mask = vit->blocks->at<TransformerBlockImpl>(b).attn->window_mask();
+      auto allowed = mask.defined() ? mask.to(torch::kDouble) : torch::ones({prefix + p, prefix + p}, torch::kDouble);
+      allowed = allowed.view({1, 1, prefix + p, prefix + p});
       const double uniform =
           mean_attention_distance(allowed / allowed.sum(-1, true), g, prefix, patch_px).mean().item<double>();
       for (int64_t h = 0; h < heads; ++h) {
@@ -206,16 +267,17 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
         chart.lines[size_t(h)].x.push_back(double(b));
         chart.lines[size_t(h)].y.push_back(d);
       }
-      var_csv += std::to_string(b) + "," + std::to_string(var) + "\n";
+      std::ostringstream v;
+      v << std::scientific << std::setprecision(4) << var;
+      var_csv += std::to_string(b) + "," + v.str() + "\n";
       per_block.push_back({{"block", b}, {"mean_distance_px", dist.mean().item<double>()},
                            {"uniform_reference_px", uniform},
                            {"heads_px", std::vector<double>(dist.data_ptr<double>(), dist.data_ptr<double>() + heads)},
                            {"kernel_variance", var}});
       md << "| " << b << " | " << fixed(dist.mean().item<double>(), 2) << " | " << fixed(dist.min().item<double>(), 2)
-         << " | " << fixed(dist.max().item<double>(), 2) << " | " << fixed(uniform, 2) << " | " << std::scientific
-         << var << std::defaultfloat << " |\n";
+         << " | " << fixed(dist.max().item<double>(), 2) << " | " << fixed(uniform, 2) << " | " << v.str() << " |\n";
     }
-    var_csv += "conv,0\n";
+    var_csv += "conv,0 (by construction)\n";
     numbers["attention"] = per_block;
     numbers["patch_px"] = patch_px;
     w.text("attention_distance.csv", csv);
@@ -275,15 +337,24 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     md << "\nMean attention distance (Dosovitskiy et al. 2021, Fig. 7): for each patch query, the attention-weighted "
           "mean distance to the patch keys in input pixels, averaged over queries and images; one line per head "
           "(`attention_distance.csv`). The uniform reference is the same statistic for attention spread evenly over "
-          "the keys the block may attend (the whole grid, or the local window). Kernel variance: the variance across images of each patch query's weight on "
-          "each patch key, averaged (0 for a convolution).\n\n"
+          "the keys the block may attend (the whole grid, or the local window). Kernel variance: the variance across "
+          "images of each patch query's weight on each patch key it can attend, averaged (0 for a convolution).\n\n"
        << "![mean attention distance](attention_distance.png)\n\n"
        << "![attention maps](attention_maps_0.png)\n\n![rollout](rollout.png)\n\n"
        << "![dynamic kernels](dynamic_kernels.png)\n";
   }
   w.text("analysis.json", numbers.dump(2) + "\n");
   w.text("README.md", md.str());
-  return {w.dir, w.files, numbers};
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(partial, ignored);
+    throw;
+  }
+  fs::remove_all(out);
+  fs::rename(partial, out);
+  std::vector<fs::path> files;
+  for (const auto& f : w.files) files.push_back(out / f.filename());
+  return {out, files, numbers};
 }
 
 }  // namespace biaslab

@@ -26,9 +26,13 @@ std::vector<torch::Tensor> collect_attention(ViTImpl& vit, const torch::Tensor& 
   const bool was_training = vit.is_training();
   vit.eval();
   for (auto* a : attns) a->keep_attention(true);
-  {
+  try {
     torch::NoGradGuard no_grad;
     vit.forward(images);
+  } catch (...) {
+    for (auto* a : attns) a->keep_attention(false);
+    vit.train(was_training);
+    throw;
   }
   std::vector<torch::Tensor> out;
   for (auto* a : attns) {
@@ -71,10 +75,29 @@ torch::Tensor query_kernel(const torch::Tensor& attn, int64_t grid, int64_t pref
   return w.select(2, query).view({w.size(0), w.size(1), grid, grid}).to(torch::kFloat);
 }
 
+void KernelMoments::add(const torch::Tensor& attn, int64_t grid, int64_t prefix) {
+  const auto w = patch_weights(attn, grid, prefix);  // (B, H, P, P)
+  if (!sum.defined()) {
+    sum = torch::zeros(w.sizes().slice(1), torch::kDouble);
+    sum_sq = torch::zeros_like(sum);
+  }
+  sum += w.sum(0);
+  sum_sq += w.pow(2).sum(0);
+  count += w.size(0);
+}
+
+double KernelMoments::variance() const {
+  if (count < 2) return 0.0;
+  const auto mean = sum / double(count);
+  const auto var = (sum_sq / double(count) - mean.pow(2)).clamp_min(0.0);
+  const auto attended = sum > 0;
+  return var.masked_select(attended).mean().item<double>();
+}
+
 double kernel_variance(const torch::Tensor& attn, int64_t grid, int64_t prefix) {
-  auto w = patch_weights(attn, grid, prefix);
-  if (w.size(0) < 2) return 0.0;
-  return w.var(0, /*unbiased=*/false).mean().item<double>();
+  KernelMoments m;
+  m.add(attn, grid, prefix);
+  return m.variance();
 }
 
 }  // namespace biaslab

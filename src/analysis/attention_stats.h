@@ -32,9 +32,20 @@ torch::Tensor attention_rollout(const std::vector<torch::Tensor>& attn);
 /// reshaped to the grid. attn (B, H, N, N) -> (B, H, grid, grid) for query patch `query`.
 torch::Tensor query_kernel(const torch::Tensor& attn, int64_t grid, int64_t prefix, int64_t query);
 
-/// How much the kernels vary with the image: the variance across images of each patch
-/// query's weight on each patch key, averaged over heads, queries and keys (0 for any
-/// convolution, whose kernel is the same for every image).
+/// Running sums of the patch queries' weights on the patch keys over images, for
+/// kernel_variance over any number of batches.
+struct KernelMoments {
+  torch::Tensor sum, sum_sq;  ///< (H, P, P) double
+  int64_t count = 0;          ///< images added
+  void add(const torch::Tensor& attn, int64_t grid, int64_t prefix);
+  /// The variance across images of each weight, averaged over heads and the (query, key)
+  /// pairs the model can attend (weights that are 0 for every image -- outside a local
+  /// window -- are left out, so windows of different sizes compare).
+  double variance() const;
+};
+
+/// How much the kernels vary with the image (KernelMoments::variance of one batch): 0 for
+/// any convolution, whose kernel is the same for every image.
 double kernel_variance(const torch::Tensor& attn, int64_t grid, int64_t prefix);
 
 }  // namespace biaslab

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "models/classifier.h"
 #include "models/vit.h"
 
@@ -33,10 +35,21 @@ std::function<torch::Tensor(const torch::Tensor&)> feature_map_fn(Classifier& mo
   };
 }
 
+std::pair<int64_t, int64_t> erf_centre(const torch::Tensor& erf) {
+  const auto e = erf.to(torch::kDouble);
+  const double total = e.sum().item<double>();
+  if (total <= 0) return {e.size(0) / 2, e.size(1) / 2};
+  const auto rows = torch::arange(e.size(0), torch::kDouble), cols = torch::arange(e.size(1), torch::kDouble);
+  const double r = (e.sum(1) * rows).sum().item<double>() / total;
+  const double c = (e.sum(0) * cols).sum().item<double>() / total;
+  return {int64_t(std::lround(r)), int64_t(std::lround(c))};
+}
+
 int64_t erf_side(const torch::Tensor& erf, double share) {
   const auto e = erf.to(torch::kDouble);
   const double total = e.sum().item<double>();
-  const int64_t h = e.size(0), w = e.size(1), cy = h / 2, cx = w / 2;
+  const int64_t h = e.size(0), w = e.size(1);
+  const auto [cy, cx] = erf_centre(e);
   if (total <= 0) return 0;
   for (int64_t r = 0;; ++r) {
     const int64_t y0 = std::max<int64_t>(0, cy - r), y1 = std::min(h, cy + r + 1);

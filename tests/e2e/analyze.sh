@@ -52,8 +52,16 @@ echo "ok: ResNet analysis"
 echo "ok: chosen images and query"
 expect_status 2 "--query: expected cls, center or ROW,COL with 0 <= ROW, COL < 7" -- \
   "$BIASLAB" analyze vit --query 7,0 --out bad_query
+expect_status 2 "got '3x,1'" -- "$BIASLAB" analyze vit --query 3x,1 --out bad_query
 expect_status 3 "nope.png: OpenCV cannot decode this image" -- "$BIASLAB" analyze vit --image nope.png --out bad_image
 [[ ! -e bad_query && ! -e bad_image ]] || fail "a refused analysis wrote files"
+mkdir keep && echo data > keep/file.txt
+expect_status 2 "keep exists and is not an earlier analysis" -- "$BIASLAB" analyze vit --out keep
+[[ -s keep/file.txt ]] || fail "analyze touched a folder that was not its own"
+# A rerun replaces the earlier analysis whole: no stale pictures.
+"$BIASLAB" analyze vit --images 4 --show 1 > /dev/null
+[[ -s vit/analysis/attention_maps_0.png && ! -e vit/analysis/attention_maps_2.png && ! -e vit/analysis.partial ]] \
+  || fail "the rerun left stale files: $(ls vit/analysis)"
 expect_status 2 "--images: expected at least 2" -- "$BIASLAB" analyze vit --images 1
 expect_status 2 "--checkpoint: 'worst'" -- "$BIASLAB" analyze vit --checkpoint worst
 expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" analyze nothing
