@@ -241,7 +241,10 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
       }
     }
     std::string csv = "block,head,mean_distance_px\n", var_csv = "block,kernel_variance\n";
-    plot::LineChart chart{"Mean attention distance (" + model_name + ")", "block", "mean distance (px)", false, {}};
+    plot::LineChart chart;
+    chart.title = "Mean attention distance (" + model_name + ")";
+    chart.x_label = "block";
+    chart.y_label = "mean distance (px)";
     const int64_t heads = dist_sum.front().size(0);
     chart.lines.resize(size_t(heads));
     json per_block = json::array();

@@ -100,10 +100,6 @@ std::string experiment_identity(const std::string& config_yaml, const fs::path& 
   return to_yaml(c);
 }
 
-}  // namespace
-
-namespace {
-
 // model.init_from: copies the file's weights into `model` (all but model.init_skip);
 // returns the line for the log ("" without init_from).
 std::string init_from_file(Classifier& model, const ModelConfig& m) {
@@ -345,19 +341,34 @@ TrainedModel load_trained_model(const fs::path& checkpoint, bool ema, const std:
   return out;
 }
 
+json read_run_summary(const fs::path& checkpoint) {
+  const fs::path file = checkpoint.parent_path().parent_path() / "summary.json";
+  if (checkpoint.parent_path().filename() != "checkpoints" || !fs::exists(file)) return nullptr;
+  try {
+    return json::parse(read_file(file));
+  } catch (const json::exception& e) {
+    throw CheckpointError(file.string() + ": unreadable: " + e.what());
+  }
+}
+
+json recorded_test_metrics(const fs::path& checkpoint, int64_t epoch, bool ema) {
+  const std::string stem = checkpoint.stem().string();
+  if (stem != "best" && stem != "last") return nullptr;
+  const json summary = read_run_summary(checkpoint);
+  if (summary.is_null()) return nullptr;
+  const json entry = summary.value(stem == "best" ? "best" : "final", json::object());
+  const std::string prefix = ema ? "ema_test_" : "test_";
+  // The recorded numbers belong to this checkpoint only if it is the one summary.json describes.
+  if (entry.value("epoch", int64_t(-1)) != epoch || !entry.contains(prefix + "acc") || !entry.contains(prefix + "loss"))
+    return nullptr;
+  return {{"loss", entry[prefix + "loss"]}, {"acc", entry[prefix + "acc"]}};
+}
+
 EvalReport evaluate_run(const EvalRequest& req) {
   if (req.checkpoint != "best" && req.checkpoint != "last")
     throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last");
   EvalReport report;
   const fs::path checkpoint = resolve_checkpoint(req.target, req.checkpoint);
-  json summary;
-  if (fs::is_directory(req.target) && fs::exists(req.target / "summary.json")) {
-    try {
-      summary = json::parse(read_file(req.target / "summary.json"));
-    } catch (const json::exception& e) {
-      throw CheckpointError((req.target / "summary.json").string() + ": unreadable: " + e.what());
-    }
-  }
   report.checkpoint = checkpoint.string();
   TrainedModel trained = load_trained_model(checkpoint, req.ema, req.overrides);
   const Config& cfg = trained.cfg;
@@ -371,14 +382,7 @@ EvalReport evaluate_run(const EvalRequest& req) {
   report.weights_fingerprint = weights_fingerprint(*model);
   report.epoch = trained.epoch;
   report.step = trained.step;
-  if (!summary.is_null()) {
-    const std::string entry = req.checkpoint == "best" ? "best" : "final";
-    const std::string prefix = req.ema ? "ema_test_" : "test_";
-    // The recorded numbers belong to this checkpoint only if it is the one summary.json describes.
-    const json& e = summary.at(entry);
-    if (e.at("epoch").get<int64_t>() == trained.epoch && e.contains(prefix + "acc"))
-      report.recorded = {{"loss", e.at(prefix + "loss")}, {"acc", e.at(prefix + "acc")}};
-  }
+  report.recorded = recorded_test_metrics(checkpoint, trained.epoch, req.ema);
   return report;
 }
 

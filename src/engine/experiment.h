@@ -52,6 +52,15 @@ struct TrainedModel {
 TrainedModel load_trained_model(const std::filesystem::path& checkpoint, bool ema,
                                 const std::vector<std::string>& overrides);
 
+/// summary.json of the run a checkpoint belongs to (RUN_DIR/checkpoints/NAME.pt); null
+/// when the checkpoint is not in a run directory or the run has none yet.
+nlohmann::json read_run_summary(const std::filesystem::path& checkpoint);
+
+/// The test metrics {"loss", "acc"} (EMA weights' with `ema`) summary.json recorded for
+/// this checkpoint -- best.pt: the "best" entry, last.pt: "final" -- when that entry is
+/// the state written after `epoch`; null otherwise.
+nlohmann::json recorded_test_metrics(const std::filesystem::path& checkpoint, int64_t epoch, bool ema);
+
 struct EvalRequest {
   std::filesystem::path target;        ///< run directory or checkpoint file
   std::string checkpoint = "best";     ///< best | last (run directories only)

@@ -24,17 +24,6 @@ namespace {
 constexpr int64_t kCheckImages = 8;
 constexpr double kTolerance = 1e-5;
 
-// summary.json of the run a checkpoint belongs to (RUN_DIR/checkpoints/NAME.pt), or null.
-json read_summary(const fs::path& checkpoint) {
-  const fs::path file = checkpoint.parent_path().parent_path() / "summary.json";
-  if (checkpoint.parent_path().filename() != "checkpoints" || !fs::exists(file)) return nullptr;
-  try {
-    return json::parse(read_file(file));
-  } catch (const json::exception& e) {
-    throw CheckpointError(file.string() + ": unreadable: " + e.what());
-  }
-}
-
 // The normalisation the model was trained with: the config's, else the one summary.json
 // recorded (computed from the training subset), else computed again from the data.
 std::pair<std::vector<double>, std::vector<double>> normalisation(const Config& cfg, const json& summary) {
@@ -49,29 +38,32 @@ std::pair<std::vector<double>, std::vector<double>> normalisation(const Config& 
   return {data.mean, data.std};
 }
 
-// --names torchvision: every key must have a torchvision name, and torchvision's
-// VisionTransformer needs a class token and a learned positional embedding.
-void check_torchvision_names(const StateDict& native) {
-  std::vector<std::string> unnamed;
-  bool vit = false, cls = false, pos = false;
-  for (const auto& [key, t] : native) {
-    vit = vit || key.rfind("patch_embed.", 0) == 0;
-    cls = cls || key == "cls_token";
-    pos = pos || key == "pos_embed";
-    if (vit_name_to_torchvision(key) == key) unnamed.push_back(key);
-  }
-  if (!vit) return;  // ResNets already use torchvision's names
-  if (!unnamed.empty() || !cls || !pos) {
-    std::string list;
-    for (size_t i = 0; i < unnamed.size() && i < 6; ++i) list += (i ? ", " : "") + unnamed[i];
-    throw ConfigError("--names torchvision: torchvision's VisionTransformer has " +
-                      (unnamed.empty() ? std::string("a class token and a learned positional embedding, this model not")
-                                       : "no counterpart for " + list +
-                                             (unnamed.size() > 6 ? " and " + std::to_string(unnamed.size() - 6) + " more"
-                                                                 : std::string())) +
-                      " (it is a plain pre-norm ViT with class-token pooling: no hybrid backbone, relative bias, "
-                      "GPSA, LayerScale, other norms or pooling)");
-  }
+// --names torchvision: torchvision's VisionTransformer is a plain pre-norm ViT (LayerNorm,
+// residual connections, global attention with qkv bias, a learned positional embedding,
+// class-token pooling); a ViT that differs in any of these would load there under the
+// same names and compute something else, so it is refused. ResNets already use
+// torchvision's names.
+void check_torchvision_names(const ModelConfig& m, const StateDict& native) {
+  if (m.family == "resnet") return;
+  std::vector<std::string> differences;
+  if (m.family == "hybrid") differences.push_back("a CNN tokenizer (family hybrid)");
+  if (!m.norm.empty() && m.norm != "layernorm") differences.push_back("model.norm " + m.norm);
+  if (m.norm_placement != "pre") differences.push_back("model.norm_placement " + m.norm_placement);
+  if (!m.residual) differences.push_back("model.residual false");
+  if (m.pool != "cls") differences.push_back("model.pool " + m.pool);
+  if (m.pos_embed != "learned") differences.push_back("model.pos_embed " + m.pos_embed);
+  if (m.attn_window != 0) differences.push_back("model.attn_window " + std::to_string(m.attn_window));
+  if (m.gpsa_layers != 0) differences.push_back("model.gpsa_layers " + std::to_string(m.gpsa_layers));
+  if (!m.qkv_bias) differences.push_back("model.qkv_bias false");
+  if (m.layer_scale_init > 0 || m.rezero) differences.push_back("LayerScale / ReZero");
+  for (const auto& [key, t] : native)
+    if (differences.empty() && vit_name_to_torchvision(key) == key) differences.push_back("the tensor " + key);
+  if (differences.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < differences.size(); ++i) list += (i ? ", " : "") + differences[i];
+  throw ConfigError("--names torchvision: torchvision's VisionTransformer is a plain pre-norm ViT with LayerNorm, "
+                    "residual connections, global attention with qkv bias, a learned positional embedding and "
+                    "class-token pooling; this model has " + list);
 }
 
 std::vector<std::string> class_names(const DataConfig& d) {
@@ -119,7 +111,7 @@ ExportReport export_model(const ExportRequest& req) {
   report.file = req.out.empty() ? req.target / "export" / stem : req.out;
 
   if (req.format == "state_dict") {
-    if (req.names == "torchvision") check_torchvision_names(model_state_dict(*model, Names::native));
+    if (req.names == "torchvision") check_torchvision_names(cfg.model, model_state_dict(*model, Names::native));
     const StateDict sd = model_state_dict(*model, req.names == "torchvision" ? Names::torchvision : Names::native);
     write_state_dict(sd, report.file.string());
     report.tensors = int64_t(sd.size());
@@ -127,7 +119,7 @@ ExportReport export_model(const ExportRequest& req) {
     return report;
   }
 
-  const json summary = read_summary(checkpoint);
+  const json summary = read_run_summary(checkpoint);
   ScriptMetadata meta;
   meta.class_names = class_names(cfg.data);
   meta.image_size = cfg.data.image_size;
@@ -155,11 +147,8 @@ ExportReport export_model(const ExportRequest& req) {
                  {"trained_with", {{"biaslab", trained.biaslab_version}, {"precision", cfg.train.precision}}},
                  {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit},
                                     {"libtorch", compat::torch_version()}}}};
-  if (!summary.is_null() && req.checkpoint != "ema") {
-    const json entry = summary.value(req.checkpoint == "best" ? "best" : "final", json::object());
-    if (entry.value("epoch", int64_t(-1)) == trained.epoch && entry.contains("test_acc"))
-      report.meta["recorded_test_acc"] = entry["test_acc"];
-  }
+  const json recorded = recorded_test_metrics(checkpoint, trained.epoch, ema);
+  if (!recorded.is_null()) report.meta["recorded_test_acc"] = recorded["acc"];
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   const auto x = torch::randn({kCheckImages, meta.in_chans, meta.image_size, meta.image_size}, gen);
   torch::Tensor expected;
