@@ -152,15 +152,12 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     spdlog::warn("analyze: --query and --image concern attention; {} has none", cfg.model.family);
   const fs::path out = req.out.empty() ? req.run_dir / "analysis" : req.out;
   check_output_folder(out);
-  // Everything goes to a sibling folder first; the rename at the end makes the analysis
-  // all or nothing, and an earlier one is replaced whole (no stale pictures).
-  const fs::path partial = out.string() + ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
-  Writer w{partial, {}};
+  Writer w;
   json numbers = {{"run", req.run_dir.string()}, {"checkpoint", checkpoint.string()}, {"family", cfg.model.family},
                   {"preset", cfg.model.preset},  {"images", n},                        {"image_size", size}};
-  try {
+  // All or nothing, and an earlier analysis is replaced whole (no stale pictures).
+  write_folder_atomically(out, [&](const fs::path& partial) {
+  w.dir = partial;
   std::ostringstream md;
   const std::string model_name = cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset;
   md << "# Analysis of " << model_name << " (" << cfg.model.family << ")\n\n"
@@ -348,13 +345,7 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
   }
   w.text("analysis.json", numbers.dump(2) + "\n");
   w.text("README.md", md.str());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(partial, ignored);
-    throw;
-  }
-  fs::remove_all(out);
-  fs::rename(partial, out);
+  });
   std::vector<fs::path> files;
   for (const auto& f : w.files) files.push_back(out / f.filename());
   return {out, files, numbers};

@@ -30,28 +30,24 @@ void export_dataset(const Config& cfg, const fs::path& out, bool force) {
     throw ConfigError("--out " + out.string() + " already exists; pass --force to replace it");
   const Source src = read_source(cfg.data);
   std::vector<std::string> names = cfg.data.class_names.empty() ? src.class_names : cfg.data.class_names;
-  if (names.empty())
-    for (int64_t c = 0; c < cfg.data.num_classes; ++c) names.push_back(std::to_string(c));
+  if (names.empty()) names = index_class_names(cfg.data.num_classes);
   // Everything goes to a sibling folder first; the rename makes the export all or nothing.
-  const fs::path tmp = out.string() + ".partial";
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  write_image_folder((tmp / "train").string(), src.train, names);
-  write_image_folder((tmp / "test").string(), src.test, names);
-  if (src.val.size() > 0) write_image_folder((tmp / "val").string(), src.val, names);
+  write_folder_atomically(out, [&](const fs::path& tmp) {
+    write_image_folder((tmp / "train").string(), src.train, names);
+    write_image_folder((tmp / "test").string(), src.test, names);
+    if (src.val.size() > 0) write_image_folder((tmp / "val").string(), src.val, names);
 
-  Config preset = cfg;
-  preset.data.format = "folder";
-  preset.data.root = fs::absolute(out).lexically_normal().string();
-  preset.data.class_names = names;
-  std::string yaml = "# Written by biaslab data export from " + (cfg.data.preset.empty() ? cfg.name : cfg.data.preset) +
-                     " (" + cfg.data.format + "): use as data: {preset: " + (fs::absolute(out) / "dataset.yaml").string() +
-                     "}\n";
-  yaml += data_preset_yaml(preset, {"format", "root", "image_size", "channels", "num_classes", "mean", "std",
-                                    "class_names"});
-  atomic_write(tmp / "dataset.yaml", yaml);
-  if (fs::exists(out)) fs::remove_all(out);
-  fs::rename(tmp, out);
+    Config preset = cfg;
+    preset.data.format = "folder";
+    preset.data.root = fs::absolute(out).lexically_normal().string();
+    preset.data.class_names = names;
+    std::string yaml = "# Written by biaslab data export from " +
+                       (cfg.data.preset.empty() ? cfg.name : cfg.data.preset) + " (" + cfg.data.format +
+                       "): use as data: {preset: " + (fs::absolute(out) / "dataset.yaml").string() + "}\n";
+    yaml += data_preset_yaml(preset, {"format", "root", "image_size", "channels", "num_classes", "mean", "std",
+                                      "class_names"});
+    atomic_write(tmp / "dataset.yaml", yaml);
+  });
   std::cout << fmt::format("wrote {} train / {} test{} images of {} classes to {}\n", src.train.size(), src.test.size(),
                            src.val.size() > 0 ? fmt::format(" / {} val", src.val.size()) : "", names.size(),
                            out.string());

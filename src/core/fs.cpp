@@ -51,6 +51,21 @@ void atomic_write(const fs::path& path, const std::string& content) {
   });
 }
 
+void write_folder_atomically(const fs::path& path, const std::function<void(const fs::path& tmp)>& fill) {
+  const fs::path tmp = path.string() + ".partial";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    fill(tmp);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+  fs::remove_all(path);
+  fs::rename(tmp, path);
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read " + path.string() + ": " + std::strerror(errno));

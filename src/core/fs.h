@@ -14,6 +14,12 @@ void atomic_write(const std::filesystem::path& path, const std::string& content)
 void atomic_write_with(const std::filesystem::path& path,
                        const std::function<void(const std::string& tmp_path)>& write);
 
+/// Builds a folder all or nothing: `fill(tmp)` writes into the sibling folder
+/// `path.partial`, which then replaces `path` (removed first if it exists). If `fill`
+/// throws, the partial folder is removed and the exception passed on; `path` is untouched.
+void write_folder_atomically(const std::filesystem::path& path,
+                             const std::function<void(const std::filesystem::path& tmp)>& fill);
+
 /// Reads a whole file; throws biaslab::Error naming the file when it cannot.
 std::string read_file(const std::filesystem::path& path);
 

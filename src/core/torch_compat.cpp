@@ -30,6 +30,12 @@ bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype) {
 
 void clear_autocast_cache() { at::autocast::clear_cache(); }
 
+std::string error_message(const std::exception& e) {
+  const auto* c = dynamic_cast<const c10::Error*>(&e);
+  const std::string what = c ? c->what_without_backtrace() : e.what();
+  return what.substr(0, what.find('\n'));
+}
+
 bool has_fused_attention() { return TORCH_VERSION_MAJOR >= 2; }
 
 at::Tensor fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,

@@ -4,6 +4,7 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
+#include <exception>
 #include <string>
 
 namespace biaslab::compat {
@@ -16,6 +17,10 @@ bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype);
 
 /// Drops autocast's cache of casted weights (they change after every optimizer step).
 void clear_autocast_cache();
+
+/// The first line of what LibTorch threw: a c10::Error's message without its C++
+/// backtrace, or another exception's (e.g. the TorchScript compiler's ErrorReport).
+std::string error_message(const std::exception& e);
 
 /// Whether this LibTorch has the fused scaled_dot_product_attention kernels (2.0+).
 bool has_fused_attention();

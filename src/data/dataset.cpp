@@ -208,9 +208,14 @@ Dataset load_dataset(const DataConfig& cfg) {
     ds.mean = cfg.mean;
     ds.std = cfg.std;
   }
-  if (ds.class_names.empty())
-    for (int64_t c = 0; c < cfg.num_classes; ++c) ds.class_names.push_back(std::to_string(c));
+  if (ds.class_names.empty()) ds.class_names = index_class_names(cfg.num_classes);
   return ds;
+}
+
+std::vector<std::string> index_class_names(int64_t num_classes) {
+  std::vector<std::string> names;
+  for (int64_t c = 0; c < num_classes; ++c) names.push_back(std::to_string(c));
+  return names;
 }
 
 }  // namespace biaslab

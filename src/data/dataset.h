@@ -39,6 +39,9 @@ struct Source {
 /// synthetic). Throws DataError naming the file for anything wrong with the data.
 Source read_source(const DataConfig& cfg);
 
+/// "0", "1", ...: the class names of a dataset that has none.
+std::vector<std::string> index_class_names(int64_t num_classes);
+
 /// read_source, then the stratified val / train / test subsets of `cfg`.
 Dataset load_dataset(const DataConfig& cfg);
 

@@ -66,13 +66,6 @@ void check_torchvision_names(const ModelConfig& m, const StateDict& native) {
                     "class-token pooling; this model has " + list);
 }
 
-std::vector<std::string> class_names(const DataConfig& d) {
-  if (!d.class_names.empty()) return d.class_names;
-  std::vector<std::string> names;
-  for (int64_t i = 0; i < d.num_classes; ++i) names.push_back(std::to_string(i));
-  return names;
-}
-
 }  // namespace
 
 void save_archive(const torch::jit::Module& module, const std::string& path, const json& meta,
@@ -121,7 +114,7 @@ ExportReport export_model(const ExportRequest& req) {
 
   const json summary = read_run_summary(checkpoint);
   ScriptMetadata meta;
-  meta.class_names = class_names(cfg.data);
+  meta.class_names = cfg.data.class_names.empty() ? index_class_names(cfg.data.num_classes) : cfg.data.class_names;
   meta.image_size = cfg.data.image_size;
   meta.in_chans = cfg.data.channels;
   std::tie(meta.mean, meta.std) = normalisation(cfg, summary);

@@ -71,10 +71,8 @@ PredictResult predict(const PredictRequest& req) {
   try {
     module = torch::jit::load(req.model, torch::kCPU, extra);
   } catch (const std::exception& e) {  // c10::Error, or the TorchScript compiler's ErrorReport
-    const auto* c = dynamic_cast<const c10::Error*>(&e);
-    const std::string what = c ? c->what_without_backtrace() : e.what();
     throw CheckpointError(req.model + ": not a TorchScript archive this LibTorch (" + compat::torch_version() +
-                          ") can load: " + what.substr(0, what.find('\n')) +
+                          ") can load: " + compat::error_message(e) +
                           " (an archive exported with LibTorch 2.x needs 2.x to run)");
   }
   int64_t size = 0, channels = 0;

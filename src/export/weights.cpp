@@ -14,6 +14,7 @@
 
 #include "core/errors.h"
 #include "core/fs.h"
+#include "core/torch_compat.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;
@@ -77,8 +78,6 @@ std::string rename(const std::string& key, bool from_torchvision) {
   return key;
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 StateDict from_dict(const c10::IValue& value, const std::string& path) {
   const auto dict = value.toGenericDict();
   // A checkpoint-like wrapper: {"state_dict": {...}} or {"model": {...}}.
@@ -126,17 +125,6 @@ bool has_torchvision_vit_names(const StateDict& sd) {
   return false;
 }
 
-namespace {
-
-// The message of anything LibTorch throws: c10::Error without its backtrace, the
-// TorchScript compiler's ErrorReport, or another std::exception; first line only.
-std::string torch_message(const std::exception& e) {
-  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return first_line(c->what_without_backtrace());
-  return first_line(e.what());
-}
-
-}  // namespace
-
 StateDict read_state_dict(const std::string& path) {
   if (!fs::is_regular_file(path)) throw CheckpointError(path + ": no such file");
   std::string pickle_error;
@@ -152,7 +140,7 @@ StateDict read_state_dict(const std::string& path) {
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
-    pickle_error = torch_message(e);
+    pickle_error = compat::error_message(e);
   }
   try {
     torch::jit::Module m = torch::jit::load(path, torch::kCPU);
@@ -178,7 +166,7 @@ StateDict read_state_dict(const std::string& path) {
              "non-tensor values, is pickled with SETITEM): save the state dict alone, "
              "torch.save(dict(model.state_dict()), F).";
     throw CheckpointError(path + ": neither a dict of tensors saved by torch.save (" + pickle_error +
-                          ") nor a TorchScript module (" + torch_message(e) + ")." + hint);
+                          ") nor a TorchScript module (" + compat::error_message(e) + ")." + hint);
   }
 }
 
