@@ -67,6 +67,7 @@ struct Harness {
   std::unique_ptr<Loader> val;  // optional
 
   Harness() {
+    cfg.precision = "fp32";  // not "auto": the tests must not depend on the host CPU
     cfg.epochs = 3;
     cfg.batch_size = 16;
     cfg.log_every = 1000;

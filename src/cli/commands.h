@@ -18,6 +18,7 @@ void register_report(CLI::App& app);
 void register_export(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_analyze(CLI::App& app);
+void register_bench(CLI::App& app);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();

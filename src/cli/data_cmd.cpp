@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "data/image_folder.h"
 #include "data/loader.h"
+#include "engine/bench.h"
 #include "engine/experiment.h"
 #include "core/runtime.h"
 
@@ -55,37 +56,18 @@ void export_dataset(const Config& cfg, const fs::path& out, bool force) {
 }
 
 // Images per second of `batches` training batches, median and range over `repeats`.
-void bench_loader(const Config& cfg, int64_t batches, int64_t repeats) {
+void print_loader_bench(const Config& cfg, int64_t batches, int64_t repeats) {
   const int threads = set_threads(int(cfg.runtime.threads));
-  const Dataset data = load_dataset(cfg.data);
-  struct Variant {
-    std::string name;
-    bool augment;
-    int64_t workers;
-  };
-  std::vector<Variant> variants = {{"normalise only", false, 0}, {"configured augmentation", true, 0}};
-  if (cfg.data.workers > 0) variants.push_back({"configured augmentation, data.workers " + std::to_string(cfg.data.workers), true, cfg.data.workers});
-  std::cout << fmt::format("loader throughput: {} training images, batch {}, {} thread(s), {} batches x {} repeats\n",
-                           data.train.size(), cfg.train.batch_size, threads, batches, repeats);
-  for (const auto& v : variants) {
-    LoaderOptions o = loader_options(cfg, data, cfg.train.batch_size, v.augment);
-    o.shuffle = o.drop_last = true;
-    o.workers = v.workers;
-    Loader loader(data.train, o);
-    const int64_t n = std::min(batches, loader.batches_per_epoch());
-    std::vector<double> rates;
-    for (int64_t r = 0; r <= repeats; ++r) {  // repeat 0 warms up
-      loader.set_epoch(r);
-      const auto t0 = std::chrono::steady_clock::now();
-      int64_t images = 0;
-      for (int64_t i = 0; i < n; ++i) images += loader.batch(i).images.size(0);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (r > 0) rates.push_back(double(images) / s);
-    }
-    std::sort(rates.begin(), rates.end());
-    std::cout << fmt::format("  {:<44} {:>10.0f} images/s (min {:.0f}, max {:.0f})\n", v.name,
-                             rates[rates.size() / 2], rates.front(), rates.back());
-  }
+  BenchSettings s;
+  s.steps = batches;
+  s.warmup = batches;
+  s.repeats = repeats;
+  const auto rates = bench_loader(cfg, load_dataset(cfg.data), s);
+  std::cout << fmt::format("loader throughput: batch {}, {} thread(s), {} batches x {} repeats\n",
+                           cfg.train.batch_size, threads, batches, repeats);
+  for (const auto& r : rates)
+    std::cout << fmt::format("  {:<44} {:>10.0f} images/s (min {:.0f}, max {:.0f})\n", r.variant, r.rate.median,
+                             r.rate.min, r.rate.max);
 }
 
 }  // namespace
@@ -115,7 +97,7 @@ void register_data(CLI::App& app) {
   bench->add_option("--set", bargs->sets, "override a config value (repeatable)");
   bench->add_option("--batches", counts->first, "batches per repetition")->check(CLI::PositiveNumber)->capture_default_str();
   bench->add_option("--repeats", counts->second, "timed repetitions (after one warm-up)")->check(CLI::PositiveNumber)->capture_default_str();
-  bench->callback([bargs, counts] { bench_loader(load_config(bargs->config, bargs->sets), counts->first, counts->second); });
+  bench->callback([bargs, counts] { print_loader_bench(load_config(bargs->config, bargs->sets), counts->first, counts->second); });
 }
 
 }  // namespace biaslab::cli

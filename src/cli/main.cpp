@@ -9,6 +9,7 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/logging.h"
+#include "core/runtime.h"
 
 namespace biaslab::cli {
 namespace {
@@ -22,6 +23,7 @@ void set_command_line(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace biaslab;
+  tune_allocator();
   setup_logging();
   cli::set_command_line(argc, argv);
   CLI::App app{"biaslab: ViTs, ResNets and hybrid CNN-Transformers under one trainer"};
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   cli::register_export(app);
   cli::register_predict(app);
   cli::register_analyze(app);
+  cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -107,7 +107,7 @@ struct TrainConfig {
   int64_t batch_size = 128;
   int64_t eval_batch_size = 512;
   int64_t eval_every = 1;        ///< evaluate every N epochs (and always after the last one)
-  std::string precision = "fp32";  ///< fp32 | bf16 (autocast) | fp16 (CUDA autocast + loss scaling)
+  std::string precision = "auto";  ///< auto | fp32 | bf16 (autocast) | fp16 (CUDA autocast + loss scaling); auto: engine/precision.h
   int64_t checkpoint_every = 0;  ///< also write `last` every N steps; 0 = at epoch end only
   int64_t save_top_k = 0;        ///< keep the k best epoch-end checkpoints (epoch-NNNN.pt)
   std::string nonfinite = "abort";  ///< abort | skip: what a NaN/Inf loss or gradient does
@@ -123,6 +123,7 @@ struct RuntimeConfig {
   int64_t threads = 0;           ///< 0 = auto (all cores)
   int64_t seed = 0;
   std::string device = "auto";   ///< auto | cpu | cuda | cuda:N
+  std::string memory_format = "auto";  ///< auto | channels_last | contiguous (engine/memory_format.h)
 };
 
 struct Config {

@@ -412,7 +412,7 @@ FieldTable make_table(Config& c) {
   t.integer("train.batch_size", tr.batch_size, 1);
   t.integer("train.eval_batch_size", tr.eval_batch_size, 1);
   t.integer("train.eval_every", tr.eval_every, 1);
-  t.choice("train.precision", tr.precision, {"fp32", "bf16", "fp16"});
+  t.choice("train.precision", tr.precision, {"auto", "fp32", "bf16", "fp16"});
   t.integer("train.checkpoint_every", tr.checkpoint_every, 0);
   t.integer("train.save_top_k", tr.save_top_k, 0);
   t.choice("train.nonfinite", tr.nonfinite, {"abort", "skip"});
@@ -427,6 +427,7 @@ FieldTable make_table(Config& c) {
   t.threads("runtime.threads", r.threads);
   t.integer("runtime.seed", r.seed, 0);
   t.text("runtime.device", r.device);
+  t.choice("runtime.memory_format", r.memory_format, {"auto", "channels_last", "contiguous"});
   return t;
 }
 

@@ -4,11 +4,26 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "core/errors.h"
 
 namespace biaslab {
+
+void tune_allocator() {
+#if defined(__GLIBC__)
+  const char* mode = std::getenv("BIASLAB_MALLOC");
+  if (mode && std::strcmp(mode, "system") == 0) return;
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
 
 int set_threads(int threads) {
   int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -49,6 +64,10 @@ c10::Device select_device(const std::string& spec, const std::string& key) {
 at::Tensor to_device(const at::Tensor& host, const c10::Device& device) {
   if (device.is_cpu()) return host.device().is_cpu() ? host : host.to(device);
   return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
+void synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
 }  // namespace biaslab

@@ -8,6 +8,13 @@
 
 namespace biaslab {
 
+/// Keeps freed memory in the process instead of returning it to the kernel (glibc: no
+/// mmap'd chunks, no heap trimming). LibTorch's CPU allocator frees every activation
+/// after use; batches of tens of MB then cost an mmap, page faults and munmap each time
+/// (at evaluation batch 512 the ViT-hybrid ran at 40% of the speed; docs/performance.md).
+/// Call first thing in main(); BIASLAB_MALLOC=system leaves glibc's defaults.
+void tune_allocator();
+
 /// Sets the intra-op thread count; 0 means all cores. Returns the count in effect.
 int set_threads(int threads);
 
@@ -21,5 +28,8 @@ c10::Device select_device(const std::string& spec, const std::string& key = "run
 /// A host tensor on `device`: as is for the CPU; for CUDA copied from pinned (page-locked)
 /// memory without blocking the host, so the copy overlaps the work already queued.
 at::Tensor to_device(const at::Tensor& host, const c10::Device& device);
+
+/// Waits for the work queued on `device` (CUDA); a no-op on the CPU.
+void synchronize(const c10::Device& device);
 
 }  // namespace biaslab

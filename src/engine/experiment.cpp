@@ -21,7 +21,9 @@
 #include "data/dataset.h"
 #include "engine/checkpoint.h"
 #include "engine/ema.h"
+#include "engine/memory_format.h"
 #include "engine/optimizer.h"
+#include "engine/precision.h"
 #include "engine/run_dir.h"
 #include "engine/trainer.h"
 #include "export/weights.h"
@@ -82,7 +84,7 @@ std::string first_difference(const std::string& a, const std::string& b) {
 
 // The resolved config without the keys that say where and how a run executes rather
 // than what it computes: a run may resume with its data moved, on another device or
-// with another thread count (the last two void the bitwise guarantee; see README).
+// with another thread count or memory format (these void the bitwise guarantee; see README).
 std::string experiment_identity(const std::string& config_yaml, const fs::path& dir) {
   LoadOptions lo;
   lo.resolve_presets = false;
@@ -96,6 +98,7 @@ std::string experiment_identity(const std::string& config_yaml, const fs::path& 
   c.data.workers = 0;
   c.runtime.threads = 0;
   c.runtime.device = "auto";
+  c.runtime.memory_format = "auto";
   c.train.log_every = 1;
   return to_yaml(c);
 }
@@ -123,13 +126,28 @@ Config load_run_config(const fs::path& run_dir, const std::vector<std::string>& 
   return load_config(file.string(), overrides, lo);
 }
 
-json run_training(const Config& cfg, const TrainRequest& req) {
+EmaModel make_ema(const Config& cfg, Classifier& model, c10::Device device) {
+  EmaModel out;
+  if (cfg.train.ema_decay <= 0) return out;
+  out.shadow = build_model(cfg.model, input_spec(cfg.data));
+  out.shadow->to(device);
+  if (uses_channels_last(cfg)) to_channels_last(*out.shadow);
+  out.shadow->eval();
+  out.ema = std::make_unique<Ema>(model, *out.shadow, cfg.train.ema_decay);
+  return out;
+}
+
+json run_training(const Config& given, const TrainRequest& req) {
   const auto wall_start = std::chrono::steady_clock::now();
   const fs::path dir = req.run_dir;
   const fs::path ckpt_dir = dir / "checkpoints";
   // Everything that can fail on bad input (device, data files, model options,
   // checkpoints) happens before the run directory is written to.
-  const c10::Device device = select_device(cfg.runtime.device);
+  const c10::Device device = select_device(given.runtime.device);
+  // The run computes in the resolved precision (train.precision: auto); config.yaml keeps
+  // the config as given, so the run resumes and compares under its own identity.
+  Config cfg = given;
+  cfg.train.precision = resolve_precision(given.train.precision, device);
   if (cfg.train.precision == "fp16" && !device.is_cuda())
     throw ConfigError("train.precision: fp16 (with loss scaling) needs a CUDA device, runtime.device resolved to " +
                       device.str() + "; use bf16 on the CPU");
@@ -145,17 +163,14 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   // FLOPs per image (2 x multiply-accumulates, as `biaslab summary`), before any training.
   const int64_t flops_per_image = 2 * summarize(*model, cfg.data.channels, cfg.data.image_size).macs;
   model->to(device);
+  const bool channels_last = uses_channels_last(cfg);
+  if (channels_last) to_channels_last(*model);
   const int64_t params = count_parameters(*model);
-  ClassifierPtr shadow;
-  std::unique_ptr<Ema> ema;
-  if (cfg.train.ema_decay > 0) {
-    shadow = build_model(cfg.model, input_spec(cfg.data));
-    shadow->to(device);
-    shadow->eval();
-    ema = std::make_unique<Ema>(*model, *shadow, cfg.train.ema_decay);
-  }
+  EmaModel averaged = make_ema(cfg, *model, device);
+  ClassifierPtr shadow = averaged.shadow;
+  std::unique_ptr<Ema> ema = std::move(averaged.ema);
   auto optimizer = make_optimizer(*model, cfg.optim);
-  const std::string config_yaml = to_yaml(cfg);
+  const std::string config_yaml = to_yaml(given);
 
   // One process per run directory at a time (a sweep and a scheduler may both try).
   fs::create_directories(dir);
@@ -182,7 +197,7 @@ json run_training(const Config& cfg, const TrainRequest& req) {
         throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
                           first_difference(stored, experiment_identity(config_yaml, dir)) +
                           "); a run resumes with the config it started with (only data.root, data.workers, "
-                          "runtime.threads, runtime.device and train.log_every may change)");
+                          "runtime.threads, runtime.device, runtime.memory_format and train.log_every may change)");
       throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
                         first_difference(stored, experiment_identity(config_yaml, dir)) +
                         "); pass --force to replace it, or --out to choose another folder");
@@ -205,6 +220,19 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     return json::parse(read_file(dir / "summary.json"));
   }
 
+  // train.precision: auto resolves once per run: a resume (possibly on another machine or
+  // device) keeps the precision the run started with, as meta.json recorded it.
+  if (resume && given.train.precision == "auto") {
+    try {
+      const std::string first = json::parse(read_file(dir / "meta.json")).value("precision", "");
+      if ((first == "fp32" || first == "bf16") && first != cfg.train.precision) {
+        spdlog::warn("train.precision: auto resolves to {} here, but the run started in {}: continuing in {}",
+                     cfg.train.precision, first, first);
+        cfg.train.precision = first;
+      }
+    } catch (const std::exception&) {
+    }
+  }
   TrainState state;
   if (resume) {
     load_checkpoint(resume->checkpoint.string(), *model, optimizer.get(), shadow.get(), /*restore_rng=*/true);
@@ -220,7 +248,8 @@ json run_training(const Config& cfg, const TrainRequest& req) {
   json meta = {{"biaslab_version", build::kVersion}, {"git_commit", build::kGitCommit},
                {"libtorch_version", compat::torch_version()}, {"threads", threads}, {"device", device.str()},
                {"seed", cfg.runtime.seed}, {"subset_seed", cfg.data.subset_seed},
-               {"precision", cfg.train.precision}, {"host", hostname()}, {"started", now_iso8601()},
+               {"precision", cfg.train.precision},
+               {"memory_format", channels_last ? "channels_last" : "contiguous"}, {"host", hostname()}, {"started", now_iso8601()},
                {"command", req.command_line},
                {"determinism", "bitwise reproducible on the CPU for the same config, seed, thread count, LibTorch "
                                "build and machine type"}};
@@ -228,7 +257,9 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     try {
       json old = json::parse(read_file(dir / "meta.json"));
       old["resumed"].push_back({{"at", now_iso8601()}, {"step", state.step}, {"from", resume->checkpoint.filename()},
-                                {"command", req.command_line}, {"threads", threads}, {"host", hostname()}});
+                                {"command", req.command_line}, {"threads", threads}, {"host", hostname()},
+                                {"device", device.str()}, {"precision", cfg.train.precision},
+                                {"memory_format", channels_last ? "channels_last" : "contiguous"}});
       meta = old;
     } catch (const std::exception&) {
       meta["resumed"] = json::array({{{"at", now_iso8601()}, {"step", state.step}}});
@@ -236,8 +267,10 @@ json run_training(const Config& cfg, const TrainRequest& req) {
     spdlog::info("resuming {} from {} (step {}, epoch {})", dir.string(), resume->checkpoint.string(), state.step,
                  state.epoch);
   } else {
-    spdlog::info("run {} -> {} (libtorch {}, {} thread(s), device {})", cfg.name, dir.string(),
-                 compat::torch_version(), threads, device.str());
+    spdlog::info("run {} -> {} (libtorch {}, {} thread(s), device {}, {}{}{})", cfg.name, dir.string(),
+                 compat::torch_version(), threads, device.str(), cfg.train.precision,
+                 given.train.precision == "auto" ? " (train.precision: auto)" : "",
+                 channels_last ? ", channels-last" : "");
   }
   atomic_write(dir / "config.yaml", config_yaml);
   atomic_write(dir / "meta.json", meta.dump(2) + "\n");
@@ -376,9 +409,17 @@ EvalReport evaluate_run(const EvalRequest& req) {
   set_threads(int(cfg.runtime.threads));
   ClassifierPtr model = trained.model;
   model->to(device);
+  if (uses_channels_last(cfg)) to_channels_last(*model);  // the layout it was trained and evaluated in
   Dataset data = load_dataset(cfg.data);
   Loader test(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
-  report.test = evaluate(*model, test, device, cfg.train.precision);
+  // The precision the run computed in (summary.json) when the config says auto.
+  std::string precision = resolve_precision(cfg.train.precision, device);
+  if (const json s = read_run_summary(checkpoint); cfg.train.precision == "auto" && s.is_object())
+    precision = s.value("precision", precision);
+  if (precision == "fp16" && !device.is_cuda())
+    throw ConfigError("train.precision: fp16 (trained on CUDA) cannot be evaluated on " + device.str() +
+                      "; pass --set train.precision=fp32 (or bf16)");
+  report.test = evaluate(*model, test, device, precision);
   report.weights_fingerprint = weights_fingerprint(*model);
   report.epoch = trained.epoch;
   report.step = trained.step;

@@ -7,11 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "data/loader.h"
+#include "engine/ema.h"
 #include "engine/evaluate.h"
 #include "models/classifier.h"
 
@@ -20,6 +22,14 @@ namespace biaslab {
 /// Loader options for a split of `data`: evaluation loaders only normalise; training
 /// loaders (`train`) shuffle, drop the last short batch, augment and prefetch as configured.
 LoaderOptions loader_options(const Config& cfg, const Dataset& data, int64_t batch, bool train);
+
+/// train.ema_decay > 0: a shadow copy of `model` on `device` (eval mode) and the Ema that
+/// averages into it; both null otherwise.
+struct EmaModel {
+  ClassifierPtr shadow;
+  std::unique_ptr<Ema> ema;
+};
+EmaModel make_ema(const Config& cfg, Classifier& model, c10::Device device);
 
 struct TrainRequest {
   std::filesystem::path run_dir;  ///< created if missing

@@ -1,20 +1,46 @@
 #include "engine/precision.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "core/torch_compat.h"
 
 namespace biaslab {
 
+bool cpu_has_native_bf16() {
+  static const bool has = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("flags", 0) != 0) continue;
+      std::istringstream words(line);
+      std::string w;
+      while (words >> w)
+        if (w == "avx512_bf16" || w == "amx_bf16") return true;
+      return false;
+    }
+    return false;
+  }();
+  return has;
+}
+
+std::string resolve_precision(const std::string& precision, c10::Device device) {
+  if (precision != "auto") return precision;
+  return device.is_cuda() || cpu_has_native_bf16() ? "bf16" : "fp32";
+}
+
 AutocastScope::AutocastScope(const std::string& precision, c10::Device device) : device_(device.type()) {
-  TORCH_CHECK(precision == "fp32" || precision == "bf16", "unknown precision '", precision, "'");
-  if (precision == "bf16") {
-    active_ = true;
-    was_enabled_ = compat::set_autocast(device_, true, c10::ScalarType::BFloat16);
-  }
+  const std::string p = resolve_precision(precision, device);
+  TORCH_CHECK(p == "fp32" || p == "bf16" || p == "fp16", "unknown precision '", precision, "'");
+  if (p == "fp32") return;
+  active_ = true;
+  dtype_ = p == "bf16" ? c10::ScalarType::BFloat16 : c10::ScalarType::Half;
+  was_enabled_ = compat::set_autocast(device_, true, dtype_);
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
-  compat::set_autocast(device_, was_enabled_, c10::ScalarType::BFloat16);
+  compat::set_autocast(device_, was_enabled_, dtype_);
   if (!was_enabled_) compat::clear_autocast_cache();
 }
 

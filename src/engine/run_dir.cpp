@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "core/errors.h"
 
@@ -127,15 +130,32 @@ json summary(const Config& cfg, const TrainState& s, const std::string& selectio
           {"seed", cfg.runtime.seed}};
 }
 
-// timing.csv keeps one row per completed epoch, whichever process ran it.
+namespace {
+constexpr const char* kTimingHeader = "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s";
+constexpr const char* kTimingHeaderV1 = "epoch,train_s,eval_s,images_per_s";  // before the phase split
+}  // namespace
+
+// timing.csv keeps one row per completed epoch, whichever process ran it. Rows written
+// before the phase split (epoch,train_s,eval_s,images_per_s) are carried over with zero
+// phases, so their time counts as "progress_and_other" and the totals stay right.
 std::string kept_timing_rows(const fs::path& file, int64_t up_to_epoch) {
-  std::string out = "epoch,train_s,eval_s,images_per_s\n";
+  std::string out = std::string(kTimingHeader) + "\n";
   std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);  // header
+  std::string header, line;
+  if (!std::getline(in, header) || (header != kTimingHeader && header != kTimingHeaderV1)) return out;
   while (std::getline(in, line)) {
     try {
-      if (std::stoll(line.substr(0, line.find(','))) <= up_to_epoch) out += line + "\n";
+      if (std::stoll(line.substr(0, line.find(','))) > up_to_epoch) continue;
+      if (header == kTimingHeaderV1) {
+        std::istringstream row(line);
+        std::string epoch, train, eval, rate;
+        std::getline(row, epoch, ',');
+        std::getline(row, train, ',');
+        std::getline(row, eval, ',');
+        std::getline(row, rate, ',');
+        line = epoch + "," + train + ",0,0,0," + eval + ",0," + rate;
+      }
+      out += line + "\n";
     } catch (const std::exception&) {
     }
   }
@@ -143,27 +163,39 @@ std::string kept_timing_rows(const fs::path& file, int64_t up_to_epoch) {
 }
 
 json timing_summary(const std::string& timing_csv, double wall_s, int64_t images_seen) {
-  double train_s = 0, eval_s = 0;
+  // Column sums: train, data, compute, optim, eval, save.
+  double sum[6] = {0, 0, 0, 0, 0, 0};
   std::istringstream in(timing_csv);
   std::string line;
   std::getline(in, line);
   while (std::getline(in, line)) {
     std::istringstream row(line);
-    std::string epoch, t, e;
-    std::getline(row, epoch, ',');
-    std::getline(row, t, ',');
-    std::getline(row, e, ',');
-    train_s += std::stod(t);
-    eval_s += std::stod(e);
+    std::string cell;
+    std::getline(row, cell, ',');  // epoch
+    for (double& s : sum) {
+      std::getline(row, cell, ',');
+      s += std::stod(cell);
+    }
   }
+  const auto [train_s, data_s, compute_s, optim_s, eval_s, save_s] = std::tuple(sum[0], sum[1], sum[2], sum[3], sum[4], sum[5]);
+  const double other_s = std::max(0.0, std::round(1e3 * (train_s - data_s - compute_s - optim_s)) / 1e3);
+  const double epochs_s = train_s + eval_s + save_s;
+  auto share = [&](double s) { return epochs_s > 0 ? s / epochs_s : 0.0; };
   return {{"train_time_s", train_s},
           {"eval_time_s", eval_s},
           {"train_images_per_s", train_s > 0 ? double(images_seen) / train_s : 0.0},
-          {"last_process_wall_time_s", wall_s}};
+          {"last_process_wall_time_s", wall_s},
+          {"breakdown_s",
+           {{"data", data_s}, {"forward_backward", compute_s}, {"optimizer", optim_s}, {"evaluation", eval_s},
+            {"checkpoints_and_metrics", save_s}, {"progress_and_other", other_s}}},
+          // Waiting for data, writing files and the progress display, as a share of the
+          // epochs' wall time (training + evaluation + epoch-end writes).
+          {"non_compute_share", share(data_s + save_s + other_s)}};
 }
 
 std::string timing_row(const EpochTiming& t) {
-  return fmt::format("{},{:.3f},{:.3f},{:.1f}\n", t.epoch, t.train_s, t.eval_s, t.images_per_s);
+  return fmt::format("{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f}\n", t.epoch, t.train_s, t.data_s,
+                     t.compute_s, t.optim_s, t.eval_s, t.save_s, t.images_per_s);
 }
 
 }  // namespace biaslab::run_dir

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <csignal>
 #include <cmath>
-#include <limits>
 
 #include "core/errors.h"
 #include "core/fault.h"
@@ -16,21 +15,19 @@
 #include "engine/optimizer.h"
 #include "engine/precision.h"
 #include "engine/progress.h"
+#include "engine/step.h"
 
 namespace biaslab {
-namespace F = torch::nn::functional;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Global L2 norm of all gradients, as a 0-d tensor on the gradients' device.
-torch::Tensor grad_norm(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> norms;
-  for (const auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().norm(2).to(torch::kFloat));
-  if (norms.empty()) return torch::zeros({});
-  return torch::stack(norms).norm(2);
+// "data 1%, fwd/bwd 88%, update 10%" of the training loop's time.
+std::string phase_shares(const EpochTiming& t) {
+  const double total = std::max(t.train_s, 1e-9);
+  return fmt::format("data {:.0f}%, fwd/bwd {:.0f}%, update {:.0f}%", 100 * t.data_s / total,
+                     100 * t.compute_s / total, 100 * t.optim_s / total);
 }
 }  // namespace
 
@@ -77,6 +74,7 @@ void Trainer::train_epoch(TrainState& state) {
   Progress progress(stderr_is_terminal(), cfg_.log_every);
   progress.start_epoch(state.epoch, epochs, batches);
   const auto start = Clock::now();
+  phase_ = EpochTiming{};
   const int64_t seen_at_start = state.epoch_seen;
   for (int64_t i = state.batch_in_epoch; i < batches; ++i) {
     train_step(state, i);
@@ -100,50 +98,35 @@ void Trainer::train_epoch(TrainState& state) {
   }
   progress.finish_epoch();
   const double train_s = seconds_since(start);
-  end_epoch(state, EpochTiming{state.epoch + 1, train_s, 0.0,
-                               double(state.epoch_seen - seen_at_start) / std::max(train_s, 1e-9)});
+  EpochTiming timing = phase_;
+  timing.epoch = state.epoch + 1;
+  timing.train_s = train_s;
+  timing.images_per_s = double(state.epoch_seen - seen_at_start) / std::max(train_s, 1e-9);
+  end_epoch(state, timing);
 }
 
 void Trainer::train_step(TrainState& state, int64_t batch_index) {
   const double lr = schedule_.at(state.step);
   set_learning_rate(optimizer_, lr);
   state.last_lr = lr;
+  auto t = Clock::now();
   Batch b = train_.batch(batch_index);
   auto x = to_device(b.images, device_), y = to_device(b.labels, device_);
+  auto targets = b.targets.defined() ? to_device(b.targets, device_) : torch::Tensor();
+  phase_.data_s += seconds_since(t);
+  t = Clock::now();
   // Under the skip policy a skipped step must leave no trace, including the running
   // statistics the forward pass updates (BatchNorm): keep a copy to restore.
   std::vector<torch::Tensor> buffers_before;
   if (cfg_.nonfinite == "skip")
     for (const auto& buf : buffers_) buffers_before.push_back(buf.clone());
-  torch::Tensor logits;
-  {
-    AutocastScope autocast(cfg_.precision, device_);
-    logits = model_.forward(x);
-  }
-  logits = logits.to(torch::kFloat);
-  torch::Tensor loss;
-  if (b.targets.defined()) {
-    // Mixup/CutMix soft targets, smoothed like hard ones: t (1 - eps) + eps / K.
-    const double eps = cfg_.label_smoothing;
-    auto t = to_device(b.targets, device_) * (1.0 - eps) + eps / double(logits.size(1));
-    loss = -(t * torch::log_softmax(logits, 1)).sum(1).mean();
-  } else {
-    loss = F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(cfg_.label_smoothing));
-  }
-  if (fault::at("nan_loss_at_step", state.step + 1)) loss = loss * std::numeric_limits<double>::quiet_NaN();
-  optimizer_.zero_grad();
-  if (scaler_) {
-    scaler_->scale_loss(loss).backward();
-    scaler_->unscale(params_);
-  } else {
-    loss.backward();
-  }
-  // One host sync per step: loss, gradient norm and correct count together.
-  auto stats = torch::stack({loss.detach().to(torch::kDouble), grad_norm(params_).to(torch::kDouble),
-                             (logits.detach().argmax(1) == y).sum().to(torch::kDouble)})
-                   .cpu();
-  const double loss_v = stats[0].item<double>(), norm_v = stats[1].item<double>();
-  const auto correct = static_cast<int64_t>(stats[2].item<double>());
+  StepOptions step_options{cfg_.precision, cfg_.label_smoothing, fault::at("nan_loss_at_step", state.step + 1)};
+  const StepStats stats =
+      forward_backward(model_, params_, x, y, targets, device_, step_options, scaler_ ? &*scaler_ : nullptr);
+  const double loss_v = stats.loss, norm_v = stats.grad_norm;
+  const int64_t correct = stats.correct;
+  phase_.compute_s += seconds_since(t);
+  t = Clock::now();
   ++state.step;
 
   if (!std::isfinite(loss_v) || !std::isfinite(norm_v)) {
@@ -171,12 +154,7 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
     return;
   }
   state.consecutive_skips = 0;
-  if (cfg_.grad_clip > 0 && norm_v > cfg_.grad_clip) {
-    torch::NoGradGuard no_grad;
-    const double factor = cfg_.grad_clip / (norm_v + 1e-6);
-    for (auto& p : params_)
-      if (p.grad().defined()) p.grad().mul_(factor);
-  }
+  clip_gradients(params_, norm_v, cfg_.grad_clip);
   optimizer_.step();
   if (scaler_) {
     scaler_->update(false);
@@ -184,6 +162,7 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
     state.scaler_good_steps = scaler_->good_steps();
   }
   if (ema_) ema_->update();
+  phase_.optim_s += seconds_since(t);
   const int64_t n = y.size(0);
   state.epoch_loss_sum += loss_v * double(n);
   state.epoch_correct += correct;
@@ -241,13 +220,13 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
     spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {:.1f}s train (evaluated every {} epochs)", rec.epoch,
                  rec.train_loss, 100 * rec.train_acc, timing.train_s, cfg_.eval_every);
   else
-    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{} | {:.1f}s train + {:.1f}s eval",
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{} | {:.1f}s train ({}) + {:.1f}s eval",
                  rec.epoch, rec.train_loss, 100 * rec.train_acc,
                  rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val.loss, 100 * rec.val.acc) : "",
                  rec.test.loss, 100 * rec.test.acc,
                  rec.has_ema ? fmt::format(" | EMA test acc {:.2f}%", 100 * rec.ema_test.acc) : "",
                  rec.skipped_steps ? fmt::format(" | {} update(s) skipped", rec.skipped_steps) : "", timing.train_s,
-                 timing.eval_s);
+                 phase_shares(timing), timing.eval_s);
   if (state.stopped_early)
     spdlog::info("early stopping: no better {} for {} epoch(s)", selection_metric(), state.epochs_since_best);
 
@@ -266,10 +245,12 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
       top.pop_back();
     }
   }
+  const auto save_start = Clock::now();
   if (callbacks_.on_epoch_end) callbacks_.on_epoch_end(state);
   if (keep_epoch_checkpoint) save(fmt::format("epoch-{:04d}", rec.epoch), state);
   if (improved) save("best", state);
   save("last", state);
+  timing.save_s = seconds_since(save_start);
   if (callbacks_.on_timing) callbacks_.on_timing(timing);
 }
 

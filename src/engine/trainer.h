@@ -20,10 +20,19 @@
 
 namespace biaslab {
 
+/// Where an epoch's wall time went, in this process (partial for a resumed epoch).
+/// train_s covers the whole training loop: data_s (the next batch, to the device),
+/// compute_s (forward, loss, backward, the step's host sync), optim_s (clipping, the
+/// update, EMA) and the rest (progress display, periodic checkpoints). On CUDA the
+/// phases are only as exact as the host syncs make them (kernels run asynchronously).
 struct EpochTiming {
   int64_t epoch = 0;
-  double train_s = 0.0;  ///< training part, in this process (partial for a resumed epoch)
-  double eval_s = 0.0;
+  double train_s = 0.0;
+  double data_s = 0.0;
+  double compute_s = 0.0;
+  double optim_s = 0.0;
+  double eval_s = 0.0;   ///< evaluation after the epoch
+  double save_s = 0.0;   ///< metrics.csv and the epoch-end checkpoints
   double images_per_s = 0.0;
 };
 
@@ -72,6 +81,7 @@ class Trainer {
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> buffers_;
   int64_t total_steps_ = 0;
+  EpochTiming phase_;  // the current epoch's phase times so far
 };
 
 /// Total optimizer steps a config asks for (train.steps, else epochs x batches).

@@ -137,7 +137,9 @@ ExportReport export_model(const ExportRequest& req) {
                  {"checkpoint", req.checkpoint},
                  {"epoch", trained.epoch},
                  {"step", trained.step},
-                 {"trained_with", {{"biaslab", trained.biaslab_version}, {"precision", cfg.train.precision}}},
+                 {"trained_with", {{"biaslab", trained.biaslab_version},
+                                   {"precision", summary.is_object() ? summary.value("precision", cfg.train.precision)
+                                                                     : cfg.train.precision}}},
                  {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit},
                                     {"libtorch", compat::torch_version()}}}};
   const json recorded = recorded_test_metrics(checkpoint, trained.epoch, ema);

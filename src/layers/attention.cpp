@@ -4,6 +4,7 @@
 
 #include "core/torch_compat.h"
 #include "layers/init.h"
+#include "layers/linear.h"
 
 #include <cmath>
 #include <limits>
@@ -109,8 +110,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), n = x.size(1), c = x.size(2);
   const int64_t h = options.num_heads(), d = c / h;
   // (B, N, 3C) -> (B, N, 3, H, D) -> (3, B, H, N, D)
-  auto qkv_ = qkv(x).view({b, n, 3, h, d}).permute({2, 0, 3, 1, 4});
-  auto q = qkv_[0], k = qkv_[1], v = qkv_[2];
+  auto qkv_ = linear(qkv, x).view({b, n, 3, h, d}).permute({2, 0, 3, 1, 4});
+  // unbind, not three selects: its backward stacks the three gradients in one op, where
+  // each select's backward zero-fills a full-size (3, B, H, N, D) buffer and adds into it.
+  const auto parts = qkv_.unbind(0);
+  const auto &q = parts[0], &k = parts[1], &v = parts[2];
   if (mask_.defined()) {
     TORCH_CHECK(mask_.size(0) == n, "Attention: local window built for ", mask_.size(0), " tokens, got ", n);
     if (mask_.device() != x.device()) mask_ = mask_.to(x.device());
@@ -124,7 +128,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
       mask = mask_;
     }
     auto out = compat::fused_attention(q, k, v, mask, is_training() ? options.attn_drop() : 0.0);  // (B, H, N, D)
-    return proj_drop(proj(out.transpose(1, 2).reshape({b, n, c})));
+    return proj_drop(linear(proj, out.transpose(1, 2).reshape({b, n, c})));
   }
   // Scale q before the product: the score variance stays ~1 and N x N work is saved.
   auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
@@ -139,7 +143,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   attn = attn_drop(attn);
   auto out = torch::matmul(attn, v);                  // (B, H, N, D)
   out = out.transpose(1, 2).reshape({b, n, c});       // (B, N, C)
-  return proj_drop(proj(out));
+  return proj_drop(linear(proj, out));
 }
 
 }  // namespace biaslab

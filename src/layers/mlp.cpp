@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "layers/linear.h"
+
 namespace biaslab {
 
 MlpImpl::MlpImpl(const MlpOptions& options_) : options(options_) { reset(); }
@@ -14,7 +16,7 @@ void MlpImpl::reset() {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return drop(fc2(drop(act(fc1(x)))));
+  return drop(linear(fc2, drop(act(linear(fc1, x)))));
 }
 
 }  // namespace biaslab

@@ -60,6 +60,20 @@ std::vector<std::string> resolve_configs(const SweepSpec& spec, const Plan& plan
   return out;
 }
 
+namespace {
+// A stored resolved config as this biaslab writes it: keys added since it was written
+// appear with their defaults, so an upgrade does not make every run look changed.
+std::string as_current_yaml(const std::string& yaml, const fs::path& file) {
+  LoadOptions lo;
+  lo.resolve_presets = false;
+  try {
+    return to_yaml(load_config_text(yaml, file.string(), {}, lo));
+  } catch (const ConfigError&) {
+    return yaml;  // compared as is: it differs, and the difference is reported
+  }
+}
+}  // namespace
+
 std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const Plan& plan,
                               const std::vector<std::string>& configs, bool force) {
   std::set<std::string> changed;
@@ -76,7 +90,7 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
         continue;
       }
       const fs::path stored = layout.config(name);
-      const std::string before = fs::exists(stored) ? read_file(stored) : "";
+      const std::string before = fs::exists(stored) ? as_current_yaml(read_file(stored), stored) : "";
       if (before != configs[i]) {
         changed.insert(name);
         if (why.empty()) why = "run '" + name + "' has a different config (" + first_difference(before, configs[i]) + ")";

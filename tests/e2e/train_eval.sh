@@ -42,4 +42,23 @@ expect_status 0 "already complete" -- "$BIASLAB" train -c "$SRC/configs/fmnist_r
   --set sched.warmup_steps=5 --out resnet
 expect_status 2 "holds a run of a different config" -- "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --out resnet
 for f in timing.csv timing.json; do [[ -s resnet/$f ]] || fail "resnet/$f missing"; done
+# Where the time went: one row per epoch whose phases fit in its training time, and the
+# run's breakdown in timing.json (values are measured: only their consistency is checked).
+python3 - <<'P' || fail "timing.csv / timing.json"
+import csv, json
+rows = list(csv.DictReader(open("resnet/timing.csv")))
+assert [r["epoch"] for r in rows] == ["1", "2", "3"], rows
+for r in rows:
+    v = {k: float(x) for k, x in r.items()}
+    assert v["data_s"] + v["compute_s"] + v["optim_s"] <= v["train_s"] + 0.003, r
+    assert v["compute_s"] > 0 and v["eval_s"] > 0 and v["save_s"] > 0, r
+t = json.load(open("resnet/timing.json"))
+b = t["breakdown_s"]
+assert set(b) == {"data", "forward_backward", "optimizer", "evaluation", "checkpoints_and_metrics",
+                  "progress_and_other"}, b
+assert abs(b["forward_backward"] - sum(float(r["compute_s"]) for r in rows)) < 1e-6, b
+assert 0 <= t["non_compute_share"] < 1, t
+P
+grep -qE "s train \(data [0-9]+%, fwd/bwd [0-9]+%, update [0-9]+%\) \+ [0-9.]+s eval" resnet/train.log \
+  || fail "the epoch line lacks the phase shares"
 echo "train/eval end-to-end passed"

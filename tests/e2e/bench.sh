@@ -1,0 +1,63 @@
+# `biaslab bench` at a tiny size: well-formed table and JSON (positive rates, the same
+# parameter count as `summary`, MFU from a measured peak), bad options refused; and
+# scripts/bench_vs_pytorch.py --quick, which asserts that biaslab and its PyTorch twins
+# have identical parameter counts before timing (skipped when BIASLAB_PYTHON lacks torch).
+source "$(dirname "$0")/lib.sh" "$@"
+PYTHON=${BIASLAB_PYTHON:-/usr/bin/python3}
+cd "$WORK"
+tiny=(--set model.depth=1 --set model.embed_dim=32 --set train.batch_size=8 --set train.eval_batch_size=16
+      --set data.train_per_class=20 --set runtime.threads=2 --steps 2 --warmup 1 --repeats 2)
+"$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" "${tiny[@]}" --json >bench.json
+"$BIASLAB" summary -c "$SRC/configs/fmnist_vit_lite.yaml" "${tiny[@]:0:6}" --json >summary.json
+python3 - <<'P' || fail "bench --json"
+import json
+b = json.load(open("bench.json")); s = json.load(open("summary.json"))
+assert b["model"]["params"] == s["parameters"], (b["model"]["params"], s["parameters"])
+assert b["model"]["flops_per_image"] == s["flops"], (b["model"]["flops_per_image"], s["flops"])
+assert b["batch_size"] == 8 and b["eval_batch_size"] == 16 and b["precision"] == "bf16" and b["threads"] == 2
+assert b["settings"] == {"warmup": 1, "steps": 2, "repeats": 2}
+assert b["peak"]["flops_per_s"] > 0 and b["peak"]["kernel"].startswith(("mm ", "1x1 conv")), b["peak"]
+assert b["memory_format"] == "contiguous"  # auto: the ViT stays contiguous
+for k in ("train", "infer"):
+    r = b[k]
+    assert 0 < r["min"] <= r["images_per_s"] <= r["max"], r
+    assert abs(r["flops_per_s"] - r["images_per_s"] * b["model"]["flops_per_image"] * (3 if k == "train" else 1)) < 1e-6 * r["flops_per_s"]
+    assert abs(r["mfu"] - r["flops_per_s"] / b["peak"]["flops_per_s"]) < 1e-9, r
+assert [l["variant"] for l in b["loader"]] == ["normalise only", "configured augmentation"], b["loader"]
+assert all(l["images_per_s"] > 0 for l in b["loader"])
+print("bench.json ok")
+P
+out=$("$BIASLAB" bench -c "$SRC/configs/fmnist_resnet20.yaml" --set model.layers=[1,1,1] --set train.precision=fp32 \
+      "${tiny[@]:4}" --only train)
+echo "$out"
+grep -qE "^  train +batch 8 +[0-9]+ images/s .* GFLOP/s +MFU [0-9.]+%$" <<<"$out" || fail "train line"
+grep -qE "^  peak \(fp32, fastest dense kernel: (mm|1x1 conv)" <<<"$out" || fail "peak line"
+grep -qE "^  input 1x28x28, precision fp32, 2 thread\(s\), device cpu, channels-last, " <<<"$out" \
+  || fail "auto memory format of a ResNet"
+grep -q "infer\|loader" <<<"$out" && fail "--only train measured more"
+expect_status 2 "--only" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --only train,gpu
+expect_status 2 "--steps" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --steps 0
+expect_status 2 "train.precision" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --set train.precision=fp8
+expect_status 2 "runtime.memory_format" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" \
+  --set runtime.memory_format=nhwc
+expect_status 2 "fp16" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --set train.precision=fp16 \
+  --set runtime.device=cpu
+
+status=0
+"$PYTHON" "$SRC/scripts/bench_vs_pytorch.py" --quick --biaslab "$BIASLAB" --json vs.json || status=$?
+if [[ $status == 77 ]]; then
+  echo "SKIPPED: bench_vs_pytorch.py ($PYTHON has no torch; install python3-torch)"
+else
+  [[ $status == 0 ]] || fail "bench_vs_pytorch.py --quick exited $status"
+  python3 - <<'P' || fail "bench_vs_pytorch.py --json"
+import json
+rows = json.load(open("vs.json"))["results"]
+assert sorted((r["model"], r["precision"]) for r in rows) == sorted(
+    (m, p) for m in ("resnet20", "vit", "hybrid") for p in ("fp32", "bf16")), rows
+for r in rows:
+    assert r["params"] == r["bench"]["model"]["params"] > 0, r
+    assert all(r["ratio"][k] > 0 for k in ("train", "infer")), r
+print("vs.json ok")
+P
+fi
+echo PASS

@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/run_dir.h"
+#include "engine/trainer.h"
+#include "test_util.h"
+
+using namespace biaslab;
+namespace fs = std::filesystem;
+
+TEST(RunDirTiming, RowsCarryThePhasesAndSumIntoTheBreakdown) {
+  EpochTiming a{1, 10.0, 0.5, 8.0, 1.0, 2.0, 0.25, 100.0};
+  EpochTiming b{2, 12.0, 0.5, 10.0, 1.0, 2.0, 0.25, 90.0};
+  const std::string csv = "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n" +
+                          run_dir::timing_row(a) + run_dir::timing_row(b);
+  EXPECT_EQ(run_dir::timing_row(a), "1,10.000,0.500,8.000,1.000,2.000,0.250,100.0\n");
+  const auto j = run_dir::timing_summary(csv, 30.0, 2200);
+  EXPECT_DOUBLE_EQ(j["train_time_s"].get<double>(), 22.0);
+  EXPECT_DOUBLE_EQ(j["eval_time_s"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(j["train_images_per_s"].get<double>(), 100.0);
+  const auto& d = j["breakdown_s"];
+  EXPECT_DOUBLE_EQ(d["data"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(d["forward_backward"].get<double>(), 18.0);
+  EXPECT_DOUBLE_EQ(d["optimizer"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(d["evaluation"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(d["checkpoints_and_metrics"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(d["progress_and_other"].get<double>(), 1.0);  // 22 - 1 - 18 - 2
+  // Non-compute: data 1 + writes 0.5 + other 1 over 22 + 4 + 0.5 seconds of epochs.
+  EXPECT_NEAR(j["non_compute_share"].get<double>(), 2.5 / 26.5, 1e-12);
+}
+
+TEST(RunDirTiming, KeptRowsStopAtTheResumedEpochAndConvertTheOldFormat) {
+  const test::TempDir dir;
+  const fs::path f = dir / "timing.csv";
+  test::write_text(f, "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n"
+                      "1,10.000,0.500,8.000,1.000,2.000,0.250,100.0\n2,12.000,0.500,10.000,1.000,2.000,0.250,90.0\n");
+  EXPECT_EQ(run_dir::kept_timing_rows(f, 1),
+            "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n"
+            "1,10.000,0.500,8.000,1.000,2.000,0.250,100.0\n");
+  // A run directory written before the phase split: its epochs keep their seconds.
+  test::write_text(f, "epoch,train_s,eval_s,images_per_s\n1,10.000,2.000,100.0\n2,12.000,2.000,90.0\n");
+  const std::string kept = run_dir::kept_timing_rows(f, 2);
+  EXPECT_EQ(kept, "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n"
+                  "1,10.000,0,0,0,2.000,0,100.0\n2,12.000,0,0,0,2.000,0,90.0\n");
+  const auto j = run_dir::timing_summary(kept, 30.0, 2200);
+  EXPECT_DOUBLE_EQ(j["train_time_s"].get<double>(), 22.0);
+  EXPECT_DOUBLE_EQ(j["breakdown_s"]["progress_and_other"].get<double>(), 22.0);
+  // Anything else is not a timing file: start over.
+  test::write_text(f, "something,else\n1,2\n");
+  EXPECT_EQ(run_dir::kept_timing_rows(f, 5), "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n");
+  EXPECT_EQ(run_dir::kept_timing_rows(dir / "missing.csv", 5),
+            "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n");
+}
