@@ -103,3 +103,52 @@ TEST(Loader, EvaluationBatchesAreJustNormalised) {
   EXPECT_FALSE(b.targets.defined());
   EXPECT_TRUE(torch::allclose(b.images, split.images.narrow(0, 0, 4).to(torch::kFloat).div(255.0)));
 }
+
+TEST(Loader, ShardsTogetherAreTheSingleProcessBatch) {
+  for (bool augment : {false, true}) {
+    auto o = opts(true);
+    o.batch_size = 5;  // 2 shards of 2 and 3, 3 shards of 1, 2, 2
+    o.drop_last = true;
+    if (augment) {
+      o.crop_padding = 1;
+      o.hflip = true;
+      o.random_erasing = 0.5;
+      o.mixup_alpha = 0.4;
+      o.num_classes = 23;
+    }
+    auto split = make_split(23);
+    split.images = torch::randint(0, 255, {23, 1, 6, 6}).to(torch::kUInt8);
+    Loader whole(split, o);
+    for (int64_t shards : {2, 3}) {
+      std::vector<std::unique_ptr<Loader>> parts;
+      for (int64_t s = 0; s < shards; ++s) {
+        auto os = o;
+        os.shard = s;
+        os.shards = shards;
+        os.workers = s;  // workers or not, the same batches
+        parts.push_back(std::make_unique<Loader>(split, os));
+      }
+      for (int64_t epoch : {0, 1}) {
+        whole.set_epoch(epoch);
+        for (auto& p : parts) p->set_epoch(epoch);
+        ASSERT_EQ(parts[0]->batches_per_epoch(), whole.batches_per_epoch());
+        for (int64_t i = 0; i < whole.batches_per_epoch(); ++i) {
+          auto all = whole.batch(i);
+          std::vector<torch::Tensor> images, labels, targets;
+          for (auto& p : parts) {
+            auto b = p->batch(i);
+            EXPECT_GE(b.labels.size(0), 5 / shards);
+            EXPECT_LE(b.labels.size(0), 5 / shards + 1);
+            images.push_back(b.images);
+            labels.push_back(b.labels);
+            if (b.targets.defined()) targets.push_back(b.targets);
+          }
+          EXPECT_TRUE(torch::equal(torch::cat(images), all.images)) << shards << " shards, batch " << i;
+          EXPECT_TRUE(torch::equal(torch::cat(labels), all.labels));
+          EXPECT_EQ(all.targets.defined(), augment);
+          if (augment) EXPECT_TRUE(torch::equal(torch::cat(targets), all.targets));
+        }
+      }
+    }
+  }
+}

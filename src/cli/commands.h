@@ -1,6 +1,7 @@
 #pragma once
 // One register_<command> per subcommand file; main.cpp wires them.
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -22,6 +23,8 @@ void register_bench(CLI::App& app);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();
+/// argv as given (argv[0] first).
+const std::vector<std::string>& arguments();
 void set_command_line(int argc, char** argv);
 
 }  // namespace biaslab::cli

@@ -428,6 +428,8 @@ FieldTable make_table(Config& c) {
   t.integer("runtime.seed", r.seed, 0);
   t.text("runtime.device", r.device);
   t.choice("runtime.memory_format", r.memory_format, {"auto", "channels_last", "contiguous"});
+  t.choice("runtime.dist_backend", r.dist_backend, {"auto", "gloo", "nccl"});
+  t.integer("runtime.dist_timeout_s", r.dist_timeout_s, 1);
   return t;
 }
 

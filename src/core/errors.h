@@ -48,6 +48,28 @@ class SweepFailed : public Error {
   int exit_code() const override { return 6; }
 };
 
+/// Distributed training lost a rank: a collective failed or timed out (another rank
+/// died or hangs), or the launcher's environment is unusable at run time.
+/// A rank that stops because another one failed first takes over that one's status.
+class DistError : public Error {
+ public:
+  explicit DistError(const std::string& what, int code = 7) : Error(what), code_(code) {}
+  int exit_code() const override { return code_; }
+
+ private:
+  int code_;
+};
+
+/// Leave with `code`, the cause already reported (e.g. by a rank of `train --nproc`).
+class ExitWith : public Error {
+ public:
+  explicit ExitWith(int code) : Error(""), code_(code) {}
+  int exit_code() const override { return code_; }
+
+ private:
+  int code_;
+};
+
 /// Training stopped by SIGINT/SIGTERM after writing its checkpoint; rerunning the
 /// same command resumes it.
 class Interrupted : public Error {

@@ -13,6 +13,10 @@ const std::multimap<std::string, int64_t>& faults() {
     std::multimap<std::string, int64_t> out;
     const char* env = std::getenv("BIASLAB_FAULT");
     if (!env) return out;
+    // BIASLAB_FAULT_RANK=R: only the process of distributed rank R (env RANK) is affected.
+    const char* only = std::getenv("BIASLAB_FAULT_RANK");
+    const char* rank = std::getenv("RANK");
+    if (only && std::string(only) != (rank ? rank : "0")) return out;
     std::stringstream ss(env);
     std::string item;
     while (std::getline(ss, item, ',')) {

@@ -6,6 +6,7 @@
 //                            after the temporary file is written, before the rename
 //   nan_loss_at_step:N       the loss of step N is replaced by NaN
 //   sigterm_after_step:N     the process sends itself SIGTERM right after step N
+// With BIASLAB_FAULT_RANK=R only distributed rank R (environment RANK, 0 when unset) acts.
 #include <cstdint>
 #include <string>
 

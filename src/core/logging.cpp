@@ -34,6 +34,13 @@ void stop_log_file() {
   g_file_sink.reset();
 }
 
+void set_log_rank(int rank) {
+  if (rank <= 0) return;
+  auto logger = spdlog::default_logger();
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S] [%^%l%$] [rank " + std::to_string(rank) + "] %v");
+  if (logger->level() == spdlog::level::info) logger->set_level(spdlog::level::warn);
+}
+
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 }  // namespace biaslab

@@ -13,6 +13,10 @@ void log_to_file(const std::string& path);
 /// Removes the file sink added by log_to_file (flushing it).
 void stop_log_file();
 
+/// Ranks other than 0 of a distributed run log warnings and errors only (everything at
+/// a debug or trace level), prefixed with "[rank N]"; rank 0 logs as a single process does.
+void set_log_rank(int rank);
+
 /// True when stderr is a terminal (progress bars instead of periodic log lines).
 bool stderr_is_terminal();
 

@@ -25,8 +25,8 @@ void tune_allocator() {
 #endif
 }
 
-int set_threads(int threads) {
-  int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+int set_threads(int threads, int processes) {
+  int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()) / std::max(processes, 1);
   if (n < 1) n = 1;
   at::set_num_threads(n);
   return at::get_num_threads();

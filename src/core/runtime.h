@@ -15,8 +15,9 @@ namespace biaslab {
 /// Call first thing in main(); BIASLAB_MALLOC=system leaves glibc's defaults.
 void tune_allocator();
 
-/// Sets the intra-op thread count; 0 means all cores. Returns the count in effect.
-int set_threads(int threads);
+/// Sets the intra-op thread count; 0 means all cores, shared by the `processes` of a
+/// distributed job on this node (at least one each). Returns the count in effect.
+int set_threads(int threads, int processes = 1);
 
 /// Seeds torch's global generator (and CUDA's when present).
 void seed_everything(uint64_t seed);

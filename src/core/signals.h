@@ -1,7 +1,8 @@
 #pragma once
 // Graceful stop on SIGINT / SIGTERM: the first signal asks the trainer to finish the
 // current step, write a checkpoint and exit with kExitInterrupted; a second one ends
-// the process at once (default action).
+// the process at once (default action), unless it comes within 2 s of the first (the
+// same Ctrl-C delivered twice: by the terminal and by a launcher forwarding it).
 namespace biaslab {
 
 /// Exit status of a run stopped by a signal after writing its checkpoint (sysexits'

@@ -63,6 +63,7 @@ struct Loader::Prefetch {
 
 Loader::Loader(Split split, LoaderOptions options) : split_(std::move(split)), opt_(std::move(options)) {
   TORCH_CHECK(opt_.batch_size > 0, "batch_size must be positive");
+  TORCH_CHECK(opt_.shards >= 1 && opt_.shard >= 0 && opt_.shard < opt_.shards, "shard must be in [0, shards)");
   TORCH_CHECK(opt_.resized_crop.empty() || opt_.resized_crop.size() == 2, "resized_crop needs [min, max]");
   TORCH_CHECK((opt_.mixup_alpha <= 0 && opt_.cutmix_alpha <= 0) || opt_.num_classes > 0,
               "Mixup/CutMix need num_classes");
@@ -125,12 +126,22 @@ Batch Loader::batch(int64_t i) {
 Batch Loader::make_batch(const torch::Tensor& order, int64_t epoch, int64_t i) const {
   const int64_t start = i * opt_.batch_size;
   const int64_t len = std::min(opt_.batch_size, size() - start);
+  // A shard's part of the global batch: samples [lo, hi). Augmentation and Mixup/CutMix
+  // apply to the whole global batch before it is cut, so a data-parallel run sees exactly
+  // the samples of a single-process run.
+  const int64_t lo = len * opt_.shard / opt_.shards, hi = len * (opt_.shard + 1) / opt_.shards;
+  auto cut = [&](const torch::Tensor& t) {
+    return t.defined() && opt_.shards > 1 ? t.narrow(0, lo, hi - lo).contiguous() : t;
+  };
   auto idx = order.narrow(0, start, len);
-  auto images = split_.images.index_select(0, idx);
-  auto labels = split_.labels.index_select(0, idx);
   const bool augment = !opt_.resized_crop.empty() || opt_.crop_padding > 0 || opt_.hflip || opt_.trivial_augment ||
                        opt_.random_erasing > 0 || opt_.mixup_alpha > 0 || opt_.cutmix_alpha > 0;
-  if (!augment) return {normalize(images, opt_.mean, opt_.std), labels, {}};
+  if (!augment) {
+    idx = cut(idx);
+    return {normalize(split_.images.index_select(0, idx), opt_.mean, opt_.std), split_.labels.index_select(0, idx), {}};
+  }
+  auto images = split_.images.index_select(0, idx);
+  auto labels = split_.labels.index_select(0, idx);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(
       mix_seed(opt_.seed ^ mix_seed(uint64_t(epoch) ^ mix_seed(uint64_t(i) + 0x5bd1e995ULL))));
   if (!opt_.resized_crop.empty()) images = random_resized_crop(images, opt_.resized_crop[0], opt_.resized_crop[1], gen);
@@ -142,7 +153,7 @@ Batch Loader::make_batch(const torch::Tensor& order, int64_t epoch, int64_t i) c
   torch::Tensor targets;
   if (opt_.mixup_alpha > 0 || opt_.cutmix_alpha > 0)
     std::tie(x, targets) = mix_batch(x, labels, opt_.num_classes, opt_.mixup_alpha, opt_.cutmix_alpha, gen);
-  return {x, labels, targets};
+  return {cut(x), cut(labels), cut(targets)};
 }
 
 }  // namespace biaslab

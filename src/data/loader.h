@@ -32,6 +32,12 @@ struct LoaderOptions {
   double cutmix_alpha = 0.0;   ///< > 0: CutMix with Beta(alpha, alpha)
   int64_t num_classes = 0;     ///< for the soft targets of Mixup / CutMix
   int64_t workers = 0;         ///< background threads preparing the next batches; 0 = none
+  // Data-parallel training: batch i is part `shard` of `shards` of the global batch i
+  // (contiguous slices, sizes differing by at most one), cut after augmentation and
+  // Mixup/CutMix of the whole global batch, so the shards together are exactly the
+  // single-process batch.
+  int64_t shard = 0;
+  int64_t shards = 1;
 };
 
 struct Batch {
@@ -47,7 +53,7 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  int64_t size() const { return split_.size(); }
+  int64_t size() const { return split_.size(); }  ///< of the whole split, not of one shard
   int64_t batches_per_epoch() const;
   /// Selects the sample order of `epoch` (a no-op without shuffle).
   void set_epoch(int64_t epoch);

@@ -3,11 +3,13 @@
 #include <torch/torch.h>
 
 #include "core/runtime.h"
+#include "dist/communicator.h"
 #include "engine/precision.h"
 
 namespace biaslab {
 
-EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, const std::string& precision) {
+EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, const std::string& precision,
+                     dist::Communicator* comm) {
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
@@ -15,7 +17,8 @@ EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, cons
   auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
   loader.set_epoch(0);
-  for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
+  const int64_t first = comm ? comm->rank() : 0, stride = comm ? comm->world_size() : 1;
+  for (int64_t i = first; i < loader.batches_per_epoch(); i += stride) {
     Batch b = loader.batch(i);
     auto x = to_device(b.images, device), y = to_device(b.labels, device);
     torch::Tensor logits;
@@ -32,9 +35,15 @@ EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, cons
   model.train(was_training);
   EvalMetrics m;
   m.count = loader.size();
+  double sums[2] = {loss_sum.item<double>(), double(correct.item<int64_t>())};
+  if (comm) {
+    const auto total = comm->sum({sums[0], sums[1]}, "evaluation");
+    sums[0] = total[0];
+    sums[1] = total[1];
+  }
   if (m.count > 0) {
-    m.loss = loss_sum.item<double>() / double(m.count);
-    m.accuracy = double(correct.item<int64_t>()) / double(m.count);
+    m.loss = sums[0] / double(m.count);
+    m.accuracy = sums[1] / double(m.count);
   }
   return m;
 }

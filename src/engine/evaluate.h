@@ -8,6 +8,9 @@
 #include "models/classifier.h"
 
 namespace biaslab {
+namespace dist {
+class Communicator;
+}
 
 struct EvalMetrics {
   double loss = 0.0;      ///< mean cross-entropy (no label smoothing)
@@ -16,6 +19,9 @@ struct EvalMetrics {
 };
 
 /// Runs `model` in eval mode (restoring its mode after) over every batch of `loader`.
-EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, const std::string& precision);
+/// With `comm`, rank r evaluates batches r, r + W, ... and the sums are all-reduced: the
+/// same batches as one process, each sample once, so the accuracy is the single-process one.
+EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, const std::string& precision,
+                     dist::Communicator* comm = nullptr);
 
 }  // namespace biaslab

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <torch/cuda.h>
+
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -26,6 +28,7 @@
 #include "engine/precision.h"
 #include "engine/run_dir.h"
 #include "engine/trainer.h"
+#include "dist/communicator.h"
 #include "export/weights.h"
 #include "models/registry.h"
 #include "models/summary.h"
@@ -36,6 +39,10 @@ using nlohmann::json;
 
 namespace {
 
+
+struct LogFileCloser {
+  ~LogFileCloser() { stop_log_file(); }
+};
 
 std::string hostname() {
   char buf[256] = {0};
@@ -99,6 +106,8 @@ std::string experiment_identity(const std::string& config_yaml, const fs::path& 
   c.runtime.threads = 0;
   c.runtime.device = "auto";
   c.runtime.memory_format = "auto";
+  c.runtime.dist_backend = "auto";
+  c.runtime.dist_timeout_s = 300;
   c.train.log_every = 1;
   return to_yaml(c);
 }
@@ -137,13 +146,48 @@ EmaModel make_ema(const Config& cfg, Classifier& model, c10::Device device) {
   return out;
 }
 
+namespace {
+
+// The device of this process: in a distributed job on CUDA, `auto` and `cuda` mean the
+// GPU of the local rank.
+c10::Device process_device(const std::string& spec, const dist::DistEnv& env) {
+  c10::Device device = select_device(spec);
+  if (env.distributed() && device.is_cuda() && (spec == "auto" || spec == "cuda")) {
+    const int count = int(torch::cuda::device_count());
+    device = c10::Device(c10::kCUDA, c10::DeviceIndex(env.local_rank % std::max(count, 1)));
+  }
+  return device;
+}
+
+// What rank 0 decided about the run directory, for the other ranks of a distributed job.
+struct RunPlan {
+  std::string action = "train";  // train | complete | error
+  std::string checkpoint;         // resume from this file ("" = fresh)
+  std::string precision;          // resolved train.precision
+  int exit_code = 0;              // action error: rank 0's exit status
+  std::string message;
+
+  std::string to_json() const {
+    return json{{"action", action}, {"checkpoint", checkpoint}, {"precision", precision}, {"exit_code", exit_code},
+                {"message", message}}
+        .dump();
+  }
+  static RunPlan from_json(const std::string& text) {
+    const json j = json::parse(text);
+    return RunPlan{j.at("action"), j.at("checkpoint"), j.at("precision"), j.at("exit_code"), j.at("message")};
+  }
+};
+
+}  // namespace
+
 json run_training(const Config& given, const TrainRequest& req) {
   const auto wall_start = std::chrono::steady_clock::now();
   const fs::path dir = req.run_dir;
   const fs::path ckpt_dir = dir / "checkpoints";
+  const dist::DistEnv env = dist::read_dist_env();
   // Everything that can fail on bad input (device, data files, model options,
   // checkpoints) happens before the run directory is written to.
-  const c10::Device device = select_device(given.runtime.device);
+  const c10::Device device = process_device(given.runtime.device, env);
   // The run computes in the resolved precision (train.precision: auto); config.yaml keeps
   // the config as given, so the run resumes and compares under its own identity.
   Config cfg = given;
@@ -151,9 +195,22 @@ json run_training(const Config& given, const TrainRequest& req) {
   if (cfg.train.precision == "fp16" && !device.is_cuda())
     throw ConfigError("train.precision: fp16 (with loss scaling) needs a CUDA device, runtime.device resolved to " +
                       device.str() + "; use bf16 on the CPU");
-  const int threads = set_threads(int(cfg.runtime.threads));
+  std::string backend;
+  if (env.distributed()) {
+    backend = dist::resolve_backend(cfg.runtime.dist_backend, device);
+    if (cfg.train.batch_size < env.world_size)
+      throw ConfigError(fmt::format("train.batch_size: {} is the global batch, split across the {} ranks; it must "
+                                    "be at least {}",
+                                    cfg.train.batch_size, env.world_size, env.world_size));
+    set_log_rank(env.rank);
+  }
+  // runtime.threads: auto shares the node's cores among its ranks.
+  const int threads = set_threads(int(cfg.runtime.threads), env.local_world_size);
   seed_everything(uint64_t(cfg.runtime.seed));
   Dataset data = load_dataset(cfg.data);
+  if (env.distributed() && data.train.size() < env.world_size)
+    throw ConfigError(fmt::format("data: {} training images cannot be split across {} ranks", data.train.size(),
+                                  env.world_size));
   ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
   // Pretrained weights (model.init_from) for a fresh run, checked before the run directory
   // is touched; a resumed run takes its weights from its checkpoint instead.
@@ -172,160 +229,235 @@ json run_training(const Config& given, const TrainRequest& req) {
   auto optimizer = make_optimizer(*model, cfg.optim);
   const std::string config_yaml = to_yaml(given);
 
-  // One process per run directory at a time (a sweep and a scheduler may both try).
-  fs::create_directories(dir);
-  const FileLock lock(dir / ".lock");
-  if (!lock.held())
-    throw CheckpointError("run directory " + dir.string() + " is in use by another biaslab process" +
-                          (lock.holder_pid() ? " (pid " + std::to_string(lock.holder_pid()) + ")" : std::string()) +
-                          "; wait for it to finish or stop it first");
+  // A distributed job: every rank joins here. Rank 0 alone owns the run directory (lock,
+  // config, logs, metrics, checkpoints); the others follow its plan and write nothing.
+  std::unique_ptr<dist::Communicator> comm;
+  if (env.distributed()) {
+    comm = dist::Communicator::join(env, backend, device, std::chrono::seconds(cfg.runtime.dist_timeout_s));
+    if (env.rank == 0)
+      spdlog::info("distributed: {} ranks ({} per node), backend {}, launched by {}; global batch {} = {} per rank",
+                   env.world_size, env.local_world_size, backend, env.launcher, cfg.train.batch_size,
+                   fmt::format("{:.4g}", double(cfg.train.batch_size) / env.world_size));
+  }
+  const bool writer = !comm || comm->rank() == 0;
 
-  // Fresh run, resume, or already complete?
+  std::optional<FileLock> lock;
   std::optional<run_dir::ResumePoint> resume;
-  if (req.force) {
-    if (run_dir::holds_run(dir)) spdlog::info("--force: discarding the earlier run in {}", dir.string());
-    run_dir::wipe(dir);
-  } else if (run_dir::holds_run(dir)) {
-    resume = run_dir::find_resume_point(dir);
+  RunPlan plan;
+  auto prepare_run_dir = [&] {
+    // One process per run directory at a time (a sweep and a scheduler may both try).
+    fs::create_directories(dir);
+    lock.emplace(dir / ".lock");
+    if (!lock->held())
+      throw CheckpointError("run directory " + dir.string() + " is in use by another biaslab process" +
+                            (lock->holder_pid() ? " (pid " + std::to_string(lock->holder_pid()) + ")" : std::string()) +
+                            "; wait for it to finish or stop it first");
+
+    // Fresh run, resume, or already complete?
+    if (req.force) {
+      if (run_dir::holds_run(dir)) spdlog::info("--force: discarding the earlier run in {}", dir.string());
+      run_dir::wipe(dir);
+    } else if (run_dir::holds_run(dir)) {
+      resume = run_dir::find_resume_point(dir);
+      if (req.require_checkpoint && !resume)
+        throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
+      const std::string stored_yaml = resume ? resume->contents.config_yaml
+                                             : (fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "");
+      const std::string stored = stored_yaml.empty() ? "" : experiment_identity(stored_yaml, dir);
+      if (!stored.empty() && stored != experiment_identity(config_yaml, dir)) {
+        if (req.require_checkpoint)
+          throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
+                            first_difference(stored, experiment_identity(config_yaml, dir)) +
+                            "); a run resumes with the config it started with (only data.root, data.workers, "
+                            "runtime.threads, runtime.device, runtime.memory_format, runtime.dist_backend, "
+                            "runtime.dist_timeout_s and train.log_every may change)");
+        throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
+                          first_difference(stored, experiment_identity(config_yaml, dir)) +
+                          "); pass --force to replace it, or --out to choose another folder");
+      }
+      if (!resume) {
+        spdlog::info("{} holds no checkpoint yet: starting the run over", dir.string());
+        if (may_resume) {  // init_from was left for a resume that is not one: apply it (before the wipe)
+          init_note = init_from_file(*model, cfg.model);
+          if (ema) ema->reset_to_model();
+        }
+        run_dir::wipe(dir);
+      }
+    }
     if (req.require_checkpoint && !resume)
       throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
-    const std::string stored_yaml = resume ? resume->contents.config_yaml
-                                           : (fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "");
-    const std::string stored = stored_yaml.empty() ? "" : experiment_identity(stored_yaml, dir);
-    if (!stored.empty() && stored != experiment_identity(config_yaml, dir)) {
-      if (req.require_checkpoint)
-        throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
-                          first_difference(stored, experiment_identity(config_yaml, dir)) +
-                          "); a run resumes with the config it started with (only data.root, data.workers, "
-                          "runtime.threads, runtime.device, runtime.memory_format and train.log_every may change)");
-      throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
-                        first_difference(stored, experiment_identity(config_yaml, dir)) +
-                        "); pass --force to replace it, or --out to choose another folder");
+    const bool complete = resume && resume->state.finished && fs::exists(dir / "summary.json") &&
+                          resume->checkpoint.filename() == "last.pt";
+    if (complete) {
+      spdlog::info("{} is already complete ({} steps); nothing to do", dir.string(), resume->state.step);
+      plan.action = "complete";
+      return;
     }
-    if (!resume) {
-      spdlog::info("{} holds no checkpoint yet: starting the run over", dir.string());
-      if (may_resume) {  // init_from was left for a resume that is not one: apply it (before the wipe)
-        init_note = init_from_file(*model, cfg.model);
-        if (ema) ema->reset_to_model();
+    // train.precision: auto resolves once per run: a resume (possibly on another machine or
+    // device) keeps the precision the run started with, as meta.json recorded it.
+    if (resume && given.train.precision == "auto") {
+      try {
+        const std::string first = json::parse(read_file(dir / "meta.json")).value("precision", "");
+        if ((first == "fp32" || first == "bf16") && first != cfg.train.precision) {
+          spdlog::warn("train.precision: auto resolves to {} here, but the run started in {}: continuing in {}",
+                       cfg.train.precision, first, first);
+          cfg.train.precision = first;
+        }
+      } catch (const std::exception&) {
       }
-      run_dir::wipe(dir);
     }
-  }
-  if (req.require_checkpoint && !resume)
-    throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
-  const bool complete = resume && resume->state.finished && fs::exists(dir / "summary.json") &&
-                        resume->checkpoint.filename() == "last.pt";
-  if (complete) {
-    spdlog::info("{} is already complete ({} steps); nothing to do", dir.string(), resume->state.step);
-    return json::parse(read_file(dir / "summary.json"));
-  }
-
-  // train.precision: auto resolves once per run: a resume (possibly on another machine or
-  // device) keeps the precision the run started with, as meta.json recorded it.
-  if (resume && given.train.precision == "auto") {
+    if (resume) plan.checkpoint = resume->checkpoint.string();
+  };
+  if (writer) {
     try {
-      const std::string first = json::parse(read_file(dir / "meta.json")).value("precision", "");
-      if ((first == "fp32" || first == "bf16") && first != cfg.train.precision) {
-        spdlog::warn("train.precision: auto resolves to {} here, but the run started in {}: continuing in {}",
-                     cfg.train.precision, first, first);
-        cfg.train.precision = first;
+      prepare_run_dir();
+    } catch (const std::exception& e) {
+      if (comm) {
+        const auto* error = dynamic_cast<const Error*>(&e);
+        comm->share("plan", RunPlan{"error", "", "", error ? error->exit_code() : 1, e.what()}.to_json());
+        comm->sum({0.0}, "sharing rank 0's plan");
       }
-    } catch (const std::exception&) {
+      throw;
     }
-  }
-  TrainState state;
-  if (resume) {
-    load_checkpoint(resume->checkpoint.string(), *model, optimizer.get(), shadow.get(), /*restore_rng=*/true);
-    state = resume->state;
-    run_dir::remove_stale_temporaries(dir);
-  }
-  fs::create_directories(ckpt_dir);
-  log_to_file((dir / "train.log").string());
-  struct LogFileCloser {
-    ~LogFileCloser() { stop_log_file(); }
-  } closer;
-
-  json meta = {{"biaslab_version", build::kVersion}, {"git_commit", build::kGitCommit},
-               {"libtorch_version", compat::torch_version()}, {"threads", threads}, {"device", device.str()},
-               {"seed", cfg.runtime.seed}, {"subset_seed", cfg.data.subset_seed},
-               {"precision", cfg.train.precision},
-               {"memory_format", channels_last ? "channels_last" : "contiguous"}, {"host", hostname()}, {"started", now_iso8601()},
-               {"command", req.command_line},
-               {"determinism", "bitwise reproducible on the CPU for the same config, seed, thread count, LibTorch "
-                               "build and machine type"}};
-  if (resume) {
-    try {
-      json old = json::parse(read_file(dir / "meta.json"));
-      old["resumed"].push_back({{"at", now_iso8601()}, {"step", state.step}, {"from", resume->checkpoint.filename()},
-                                {"command", req.command_line}, {"threads", threads}, {"host", hostname()},
-                                {"device", device.str()}, {"precision", cfg.train.precision},
-                                {"memory_format", channels_last ? "channels_last" : "contiguous"}});
-      meta = old;
-    } catch (const std::exception&) {
-      meta["resumed"] = json::array({{{"at", now_iso8601()}, {"step", state.step}}});
-    }
-    spdlog::info("resuming {} from {} (step {}, epoch {})", dir.string(), resume->checkpoint.string(), state.step,
-                 state.epoch);
+    plan.precision = cfg.train.precision;
+    if (comm) comm->share("plan", plan.to_json());
   } else {
-    spdlog::info("run {} -> {} (libtorch {}, {} thread(s), device {}, {}{}{})", cfg.name, dir.string(),
-                 compat::torch_version(), threads, device.str(), cfg.train.precision,
-                 given.train.precision == "auto" ? " (train.precision: auto)" : "",
-                 channels_last ? ", channels-last" : "");
+    plan = RunPlan::from_json(comm->share("plan", ""));
+    cfg.train.precision = plan.precision;
   }
-  atomic_write(dir / "config.yaml", config_yaml);
-  atomic_write(dir / "meta.json", meta.dump(2) + "\n");
-  spdlog::info("data: {} train / {} val / {} test images, {}x{}x{}, {} classes", data.train.size(), data.val.size(),
-               data.test.size(), cfg.data.channels, cfg.data.image_size, cfg.data.image_size, cfg.data.num_classes);
-  if (!data.skipped.empty()) {
-    spdlog::warn("data: skipped {} image(s) OpenCV could not decode (data.on_bad_image: skip):", data.skipped.size());
-    for (const auto& f : data.skipped) spdlog::warn("  skipped {}", f);
-    std::string list;
-    for (const auto& f : data.skipped) list += f + "\n";
-    atomic_write(dir / "skipped_images.txt", list);
-  }
-  spdlog::info("model: {} ({}), {} parameters", cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset,
-               cfg.model.family, params);
-  if (!init_note.empty()) spdlog::info("{}", init_note);
+  // Every rank has the plan before any leaves (rank 0 may host the store the others read).
+  if (comm) comm->sum({0.0}, "sharing rank 0's plan");
+  if (plan.action == "error" && !writer)
+    throw DistError("rank 0 stopped before training: " + plan.message, plan.exit_code);
+  if (plan.action == "complete") return writer ? json::parse(read_file(dir / "summary.json")) : json();
 
-  Loader train(data.train, loader_options(cfg, data, cfg.train.batch_size, true));
+  TrainState state;
+  if (!plan.checkpoint.empty()) {
+    // Every rank reads the checkpoint rank 0 chose (the run directory must be visible to
+    // all nodes): weights, optimizer state, RNG state and training state.
+    const CheckpointContents contents =
+        load_checkpoint(plan.checkpoint, *model, optimizer.get(), shadow.get(), /*restore_rng=*/true);
+    state = writer ? resume->state : train_state_from_json(contents.state_json);
+    if (writer) run_dir::remove_stale_temporaries(dir);
+  }
+  if (comm) {
+    // Rank 0's weights everywhere (its init_from, its checkpoint), before any rank moves on:
+    // rank 0 writes no checkpoint until every rank has read the one it resumes from.
+    std::vector<torch::Tensor> tensors = model->parameters();
+    for (const auto& b : model->buffers()) tensors.push_back(b);
+    if (shadow) {
+      for (const auto& p : shadow->parameters()) tensors.push_back(p);
+      for (const auto& b : shadow->buffers()) tensors.push_back(b);
+    }
+    comm->broadcast(tensors, "the initial weights");
+  }
+
+  std::optional<LogFileCloser> closer;
+  const json distributed = comm ? json{{"world_size", env.world_size},
+                                       {"ranks_per_node", env.local_world_size},
+                                       {"backend", backend},
+                                       {"launcher", env.launcher}}
+                                : json(nullptr);
+  if (writer) {
+    fs::create_directories(ckpt_dir);
+    log_to_file((dir / "train.log").string());
+    closer.emplace();
+    json meta = {{"biaslab_version", build::kVersion}, {"git_commit", build::kGitCommit},
+            {"libtorch_version", compat::torch_version()}, {"threads", threads}, {"device", device.str()},
+            {"seed", cfg.runtime.seed}, {"subset_seed", cfg.data.subset_seed},
+            {"precision", cfg.train.precision},
+            {"memory_format", channels_last ? "channels_last" : "contiguous"}, {"distributed", distributed},
+            {"host", hostname()}, {"started", now_iso8601()},
+            {"command", req.command_line},
+            {"determinism", "bitwise reproducible on the CPU for the same config, seed, thread count, number of "
+                            "ranks, LibTorch build and machine type"}};
+    if (resume) {
+      try {
+        json old = json::parse(read_file(dir / "meta.json"));
+        old["resumed"].push_back({{"at", now_iso8601()}, {"step", state.step}, {"from", resume->checkpoint.filename()},
+                                  {"command", req.command_line}, {"threads", threads}, {"host", hostname()},
+                                  {"device", device.str()}, {"precision", cfg.train.precision},
+                                  {"memory_format", channels_last ? "channels_last" : "contiguous"},
+                                  {"distributed", distributed}});
+        meta = old;
+      } catch (const std::exception&) {
+        meta["resumed"] = json::array({{{"at", now_iso8601()}, {"step", state.step}}});
+      }
+      spdlog::info("resuming {} from {} (step {}, epoch {})", dir.string(), resume->checkpoint.string(), state.step,
+                   state.epoch);
+    } else {
+      spdlog::info("run {} -> {} (libtorch {}, {} thread(s){}, device {}, {}{}{})", cfg.name, dir.string(),
+                   compat::torch_version(), threads, comm ? " per rank" : "", device.str(), cfg.train.precision,
+                   given.train.precision == "auto" ? " (train.precision: auto)" : "",
+                   channels_last ? ", channels-last" : "");
+    }
+    atomic_write(dir / "config.yaml", config_yaml);
+    atomic_write(dir / "meta.json", meta.dump(2) + "\n");
+    spdlog::info("data: {} train / {} val / {} test images, {}x{}x{}, {} classes", data.train.size(),
+                 data.val.size(), data.test.size(), cfg.data.channels, cfg.data.image_size, cfg.data.image_size,
+                 cfg.data.num_classes);
+    if (!data.skipped.empty()) {
+      spdlog::warn("data: skipped {} image(s) OpenCV could not decode (data.on_bad_image: skip):", data.skipped.size());
+      for (const auto& f : data.skipped) spdlog::warn("  skipped {}", f);
+      std::string list;
+      for (const auto& f : data.skipped) list += f + "\n";
+      atomic_write(dir / "skipped_images.txt", list);
+    }
+    spdlog::info("model: {} ({}), {} parameters", cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset,
+                 cfg.model.family, params);
+    if (!init_note.empty()) spdlog::info("{}", init_note);
+  }
+
+  LoaderOptions train_options = loader_options(cfg, data, cfg.train.batch_size, true);
+  if (comm) {
+    train_options.shard = comm->rank();
+    train_options.shards = comm->world_size();
+  }
+  Loader train(data.train, train_options);
   Loader val(data.val, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   Loader test(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   LrSchedule schedule(cfg.sched, cfg.optim.lr, planned_steps(cfg.train, train.batches_per_epoch()));
   const bool with_ema = ema != nullptr;
 
   // metrics.csv and timing.csv always agree with the state training continues from.
-  atomic_write(dir / "metrics.csv", run_dir::metrics_csv(state, with_ema));
-  std::string timing_csv = run_dir::kept_timing_rows(dir / "timing.csv", state.epoch);
-  atomic_write(dir / "timing.csv", timing_csv);
-
+  std::string timing_csv;
   TrainerCallbacks callbacks;
-  callbacks.on_epoch_end = [&](const TrainState& s) {
-    atomic_write(dir / "metrics.csv", run_dir::metrics_csv(s, with_ema));
-  };
-  callbacks.save_checkpoint = [&](const std::string& name, const TrainState& s) {
-    const fs::path path = ckpt_dir / (name + ".pt");
-    // Keep the previous `last` until the new one is complete: a fallback if it is lost.
-    if (name == "last" && fs::exists(path)) fs::rename(path, ckpt_dir / "last.prev.pt");
-    save_checkpoint(path.string(), *model, optimizer.get(), shadow.get(),
-                    CheckpointContents{config_yaml, train_state_to_json(s), "", ""});
-  };
-  callbacks.remove_checkpoint = [&](const std::string& name) { fs::remove(ckpt_dir / (name + ".pt")); };
-  callbacks.on_timing = [&](const EpochTiming& t) {
-    timing_csv += run_dir::timing_row(t);
+  if (writer) {
+    atomic_write(dir / "metrics.csv", run_dir::metrics_csv(state, with_ema));
+    timing_csv = run_dir::kept_timing_rows(dir / "timing.csv", state.epoch);
     atomic_write(dir / "timing.csv", timing_csv);
-  };
+    callbacks.on_epoch_end = [&](const TrainState& s) {
+      atomic_write(dir / "metrics.csv", run_dir::metrics_csv(s, with_ema));
+    };
+    callbacks.save_checkpoint = [&](const std::string& name, const TrainState& s) {
+      const fs::path path = ckpt_dir / (name + ".pt");
+      // Keep the previous `last` until the new one is complete: a fallback if it is lost.
+      if (name == "last" && fs::exists(path)) fs::rename(path, ckpt_dir / "last.prev.pt");
+      save_checkpoint(path.string(), *model, optimizer.get(), shadow.get(),
+                      CheckpointContents{config_yaml, train_state_to_json(s), "", ""});
+      spdlog::debug("checkpoint {} written (step {})", path.string(), s.step);
+    };
+    callbacks.remove_checkpoint = [&](const std::string& name) { fs::remove(ckpt_dir / (name + ".pt")); };
+    callbacks.on_timing = [&](const EpochTiming& t) {
+      timing_csv += run_dir::timing_row(t);
+      atomic_write(dir / "timing.csv", timing_csv);
+    };
+  }
   Trainer trainer(*model, *optimizer, schedule, train, data.val.size() > 0 ? &val : nullptr, test, cfg.train, device,
-                  callbacks, ema.get());
+                  callbacks, ema.get(), comm.get());
   // Resumed from last.prev.pt or best.pt: make `last` the state training continues from
   // (for a finished run, fit() does nothing and this is the final `last`).
-  if (resume && resume->checkpoint.filename() != "last.pt") callbacks.save_checkpoint("last", state);
+  if (writer && resume && resume->checkpoint.filename() != "last.pt") callbacks.save_checkpoint("last", state);
+  if (comm) trainer.set_rank_seed(uint64_t(cfg.runtime.seed));
   install_stop_handlers();
   trainer.fit(state);
+  if (!writer) return json();
 
   json summary = run_dir::summary(cfg, state, trainer.selection_metric(), params, data, threads, device);
   summary["model"]["flops_per_image"] = flops_per_image;
   summary["weights_fingerprint"] = weights_fingerprint(*model);
   if (shadow) summary["ema_weights_fingerprint"] = weights_fingerprint(*shadow);
+  if (comm) summary["distributed"] = distributed;
   atomic_write(dir / "summary.json", summary.dump(2) + "\n");
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   json timing = run_dir::timing_summary(timing_csv, wall_s, state.images_seen);

@@ -48,6 +48,7 @@ StepStats forward_backward(Classifier& model, const std::vector<torch::Tensor>& 
   } else {
     loss.backward();
   }
+  if (options.reduce_gradients) options.reduce_gradients(params);
   // One host sync per step: loss, gradient norm and correct count together.
   auto stats = torch::stack({loss.detach().to(torch::kDouble), grad_norm(params).to(torch::kDouble),
                              (logits.detach().argmax(1) == y).sum().to(torch::kDouble)})

@@ -5,6 +5,7 @@
 // optimizer update and the non-finite policy stay with the caller.
 #include <c10/core/Device.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct StepOptions {
   std::string precision = "fp32";  ///< fp32 | bf16 | fp16 (autocast for the forward pass)
   double label_smoothing = 0.0;
   bool poison_loss = false;        ///< multiply the loss by NaN (fault injection in tests)
+  /// Data-parallel training: turns this process's gradients into the global batch's
+  /// (after backward and unscaling, before the gradient norm).
+  std::function<void(const std::vector<torch::Tensor>&)> reduce_gradients;
 };
 
 struct StepStats {

@@ -10,12 +10,14 @@
 #include "core/fault.h"
 #include "core/logging.h"
 #include "core/runtime.h"
+#include "core/seed_mix.h"
 #include "core/signals.h"
 #include "engine/evaluate.h"
 #include "engine/optimizer.h"
 #include "engine/precision.h"
 #include "engine/progress.h"
 #include "engine/step.h"
+#include "dist/communicator.h"
 
 namespace biaslab {
 using Clock = std::chrono::steady_clock;
@@ -37,9 +39,9 @@ int64_t planned_steps(const TrainConfig& cfg, int64_t batches_per_epoch) {
 
 Trainer::Trainer(Classifier& model, torch::optim::Optimizer& optimizer, const LrSchedule& schedule, Loader& train,
                  Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks,
-                 Ema* ema)
+                 Ema* ema, dist::Communicator* comm)
     : model_(model), optimizer_(optimizer), schedule_(schedule), train_(train), val_(val), test_(test), cfg_(cfg),
-      device_(device), callbacks_(std::move(callbacks)), ema_(ema), params_(model.parameters()),
+      device_(device), callbacks_(std::move(callbacks)), ema_(ema), comm_(comm), params_(model.parameters()),
       buffers_(model.buffers()) {
   total_steps_ = planned_steps(cfg_, train_.batches_per_epoch());
   if (cfg_.precision == "fp16") scaler_.emplace();
@@ -71,7 +73,7 @@ void Trainer::train_epoch(TrainState& state) {
   const int64_t bpe = train_.batches_per_epoch();
   const int64_t batches = std::min(bpe, total_steps_ - state.epoch * bpe);
   const int64_t epochs = (total_steps_ + bpe - 1) / bpe;
-  Progress progress(stderr_is_terminal(), cfg_.log_every);
+  Progress progress(stderr_is_terminal() && (!comm_ || comm_->rank() == 0), cfg_.log_every);
   progress.start_epoch(state.epoch, epochs, batches);
   const auto start = Clock::now();
   phase_ = EpochTiming{};
@@ -89,9 +91,12 @@ void Trainer::train_epoch(TrainState& state) {
     const bool last_batch = i + 1 == batches;
     const bool periodic = !last_batch && cfg_.checkpoint_every > 0 && state.step % cfg_.checkpoint_every == 0;
     if (periodic) save("last", state);
-    if (const int sig = stop_signal(); sig != 0) {
+    if (const int sig = comm_ ? agreed_stop_ : stop_signal(); sig != 0) {
       progress.finish_epoch();
       if (!periodic) save("last", state);  // once: a second save would overwrite last.prev.pt with a copy
+      // No rank exits before rank 0's checkpoint is complete (a launcher that sees one rank
+      // exit stops the others).
+      if (comm_) comm_->sum({0.0}, "stopping at step " + std::to_string(state.step));
       throw Interrupted("stopped by signal " + std::to_string(sig) + " at step " + std::to_string(state.step) +
                         "; checkpoint written, rerun the same command to resume");
     }
@@ -120,11 +125,39 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   std::vector<torch::Tensor> buffers_before;
   if (cfg_.nonfinite == "skip")
     for (const auto& buf : buffers_) buffers_before.push_back(buf.clone());
-  StepOptions step_options{cfg_.precision, cfg_.label_smoothing, fault::at("nan_loss_at_step", state.step + 1)};
+  StepOptions step_options{cfg_.precision, cfg_.label_smoothing, fault::at("nan_loss_at_step", state.step + 1), {}};
+  int64_t n = y.size(0);
+  if (comm_) {
+    // This rank's share of the global batch weights its gradient (shards may differ by one).
+    const int64_t batch = train_.options().batch_size;
+    const int64_t global_n = std::min(batch, train_.size() - batch_index * batch);
+    const double weight = double(n) / double(global_n);
+    step_options.reduce_gradients = [this, weight, step = state.step + 1](const std::vector<torch::Tensor>& params) {
+      comm_->reduce_gradients(params, weight, "gradient all-reduce at step " + std::to_string(step));
+    };
+  }
+  // Dropout and drop-path masks: each rank draws its own, from (seed, step, rank), so a
+  // resumed distributed run draws what the uninterrupted one did.
+  if (comm_) torch::manual_seed(mix_seed(rank_seed_ ^ mix_seed(uint64_t(state.step) * 1024 + uint64_t(comm_->rank()))));
   const StepStats stats =
       forward_backward(model_, params_, x, y, targets, device_, step_options, scaler_ ? &*scaler_ : nullptr);
-  const double loss_v = stats.loss, norm_v = stats.grad_norm;
-  const int64_t correct = stats.correct;
+  double loss_v = stats.loss;
+  double norm_v = stats.grad_norm;
+  int64_t correct = stats.correct;
+  if (comm_) {
+    // The global batch's statistics, rank 0's norm of the reduced gradients (every rank
+    // clips by the same factor, whatever its threads or hardware), and whether any rank
+    // was asked to stop: every rank then takes the same decision (update, skip, abort, stop).
+    const int local_stop = stop_signal();
+    const auto g = comm_->sum({loss_v * double(n), double(correct), double(n), local_stop ? 1.0 : 0.0,
+                               comm_->rank() == 0 ? norm_v : 0.0},
+                              "step statistics at step " + std::to_string(state.step + 1));
+    loss_v = g[0] / g[2];
+    correct = int64_t(g[1]);
+    n = int64_t(g[2]);
+    agreed_stop_ = g[3] > 0 ? (local_stop ? local_stop : SIGTERM) : 0;
+    norm_v = g[4];
+  }
   phase_.compute_s += seconds_since(t);
   t = Clock::now();
   ++state.step;
@@ -163,7 +196,6 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   }
   if (ema_) ema_->update();
   phase_.optim_s += seconds_since(t);
-  const int64_t n = y.size(0);
   state.epoch_loss_sum += loss_v * double(n);
   state.epoch_correct += correct;
   state.epoch_seen += n;
@@ -181,8 +213,16 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
     rec.train_acc = double(state.epoch_correct) / double(state.epoch_seen);
   }
   const auto eval_start = Clock::now();
+  if (comm_) {
+    // BatchNorm normalises each rank's shard with its own statistics; the running
+    // statistics evaluated and saved are rank 0's (as PyTorch's DDP broadcasts them).
+    std::vector<torch::Tensor> running = buffers_;
+    if (ema_)
+      for (const auto& b : ema_->shadow().buffers()) running.push_back(b);
+    if (!running.empty()) comm_->broadcast(running, "running statistics after epoch " + std::to_string(rec.epoch));
+  }
   auto run_eval = [&](Classifier& m, Loader& l) {
-    EvalMetrics e = evaluate(m, l, device_, cfg_.precision);
+    EvalMetrics e = evaluate(m, l, device_, cfg_.precision, comm_);
     return EvalPair{e.loss, e.accuracy};
   };
   // train.eval_every skips evaluation on intermediate epochs; the last epoch is always

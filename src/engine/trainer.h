@@ -19,6 +19,9 @@
 #include "models/classifier.h"
 
 namespace biaslab {
+namespace dist {
+class Communicator;
+}
 
 /// Where an epoch's wall time went, in this process (partial for a resumed epoch).
 /// train_s covers the whole training loop: data_s (the next batch, to the device),
@@ -50,12 +53,20 @@ class Trainer {
  public:
   Trainer(Classifier& model, torch::optim::Optimizer& optimizer, const LrSchedule& schedule, Loader& train,
           Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks,
-          Ema* ema = nullptr);
+          Ema* ema = nullptr, dist::Communicator* comm = nullptr);
 
+  /// With `comm` (data-parallel training) every rank runs fit() on its shard of each
+  /// global batch: gradients, step statistics, stop signals and evaluation are combined
+  /// across ranks, so every rank takes the same decisions and holds the same weights;
+  /// only the callbacks of rank 0 should write anything.
   /// Trains from `state` (fresh or restored) until all steps are done, early stopping
   /// triggers, or a stop signal arrives (then throws Interrupted after saving "last").
   /// A non-finite loss or gradient throws NonFiniteError under the abort policy.
   void fit(TrainState& state);
+
+  /// Distributed runs: the seed each step's dropout / drop-path draws derive from
+  /// (runtime.seed; the global generator is reseeded from (seed, step, rank) every step).
+  void set_rank_seed(uint64_t seed) { rank_seed_ = seed; }
 
   /// "val_acc" when there is a validation split, else "test_acc".
   std::string selection_metric() const;
@@ -77,6 +88,9 @@ class Trainer {
   c10::Device device_;
   TrainerCallbacks callbacks_;
   Ema* ema_;
+  dist::Communicator* comm_;
+  int agreed_stop_ = 0;  // with comm_: a stop signal some rank received, as of the last step
+  uint64_t rank_seed_ = 0;
   std::optional<LossScaler> scaler_;
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> buffers_;
