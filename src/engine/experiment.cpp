@@ -240,6 +240,24 @@ json run_training(const Config& given, const TrainRequest& req) {
                    fmt::format("{:.4g}", double(cfg.train.batch_size) / env.world_size));
   }
   const bool writer = !comm || comm->rank() == 0;
+  if (comm) {
+    // Every rank must train what rank 0 trains (config, data, model size): ranks launched
+    // with other arguments, presets (BIASLAB_HOME) or data stop here, before anything is
+    // written.
+    const std::string experiment =
+        fmt::format("{}data: {} train / {} val / {} test images; model: {} parameters\n",
+                    experiment_identity(config_yaml, dir), data.train.size(), data.val.size(), data.test.size(), params);
+    const std::string reference = comm->share("experiment", experiment);
+    const bool differs = experiment != reference;
+    if (differs)
+      spdlog::error("rank {} would train another experiment than rank 0 ({}); launch every rank with the same "
+                    "command, config, presets and data",
+                    comm->rank(), first_difference(reference, experiment));
+    const double differing = comm->sum({differs ? 1.0 : 0.0}, "comparing the ranks' experiments")[0];
+    if (differing > 0)
+      throw ConfigError(fmt::format("{} rank(s) would train another experiment than rank 0 (see their errors)",
+                                    differing));
+  }
 
   std::optional<FileLock> lock;
   std::optional<run_dir::ResumePoint> resume;
@@ -306,7 +324,7 @@ json run_training(const Config& given, const TrainRequest& req) {
       } catch (const std::exception&) {
       }
     }
-    if (resume) plan.checkpoint = resume->checkpoint.string();
+    if (resume) plan.checkpoint = fs::absolute(resume->checkpoint).string();  // the ranks' directories may differ
   };
   if (writer) {
     try {
@@ -341,8 +359,7 @@ json run_training(const Config& given, const TrainRequest& req) {
     if (writer) run_dir::remove_stale_temporaries(dir);
   }
   if (comm) {
-    // Rank 0's weights everywhere (its init_from, its checkpoint), before any rank moves on:
-    // rank 0 writes no checkpoint until every rank has read the one it resumes from.
+    // Rank 0's weights everywhere (its init_from, its checkpoint).
     std::vector<torch::Tensor> tensors = model->parameters();
     for (const auto& b : model->buffers()) tensors.push_back(b);
     if (shadow) {
@@ -350,6 +367,9 @@ json run_training(const Config& given, const TrainRequest& req) {
       for (const auto& b : shadow->buffers()) tensors.push_back(b);
     }
     comm->broadcast(tensors, "the initial weights");
+    // A broadcast's sender may finish first: only an all-reduce guarantees that every rank
+    // has read the checkpoint before rank 0 writes the next one.
+    comm->sum({0.0}, "loading the checkpoint");
   }
 
   std::optional<LogFileCloser> closer;

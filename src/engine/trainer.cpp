@@ -138,7 +138,7 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   }
   // Dropout and drop-path masks: each rank draws its own, from (seed, step, rank), so a
   // resumed distributed run draws what the uninterrupted one did.
-  if (comm_) torch::manual_seed(mix_seed(rank_seed_ ^ mix_seed(uint64_t(state.step) * 1024 + uint64_t(comm_->rank()))));
+  if (comm_) torch::manual_seed(mix_seed(mix_seed(rank_seed_ ^ mix_seed(uint64_t(state.step))) + uint64_t(comm_->rank())));
   const StepStats stats =
       forward_backward(model_, params_, x, y, targets, device_, step_options, scaler_ ? &*scaler_ : nullptr);
   double loss_v = stats.loss;

@@ -121,6 +121,36 @@ grep -q 'another rank stopped' manual0.log || fail "rank 0's error does not expl
 (( elapsed < 60 )) || fail "rank 0 took ${elapsed}s to notice"
 echo "ok: without a launcher, rank 0 fails on its own in ${elapsed}s (exit 7)"
 
+# Ranks launched with different configs stop before anything is written (status 2), the
+# odd rank naming the difference.
+port=$(free_port)
+for r in 0 1; do
+  lr=(); [[ $r == 1 ]] && lr=(--set optim.lr=0.01)
+  WORLD_SIZE=2 RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$BIASLAB" train "${cfg[@]}" "${lr[@]}" \
+    --out mismatch 2> mismatch$r.log &
+  eval "pid$r=$!"
+done
+s0=0; wait "$pid0" || s0=$?
+s1=0; wait "$pid1" || s1=$?
+[[ $s0 == 2 && $s1 == 2 ]] || fail "mismatched ranks: exit $s0 / $s1, expected 2 / 2: $(tail -2 mismatch1.log)"
+grep -q "rank 1 would train another experiment than rank 0 (in optim:" mismatch1.log \
+  || fail "rank 1 does not name the difference: $(tail -2 mismatch1.log)"
+[[ ! -e mismatch ]] || fail "mismatched ranks created the run directory"
+echo "ok: ranks with different configs refuse to train together (exit 2)"
+
+# A distributed run resumes single-process (and vice versa): same global batch, same plan.
+BIASLAB_FAULT=kill_after_step:13 BIASLAB_FAULT_RANK=1 "$BIASLAB" train "${cfg[@]}" --nproc 2 --out mixed \
+  2> /dev/null && fail "the killed run succeeded"
+"$BIASLAB" train "${cfg[@]}" --out mixed 2> mixed.log
+grep -q 'resuming mixed from .*(step 12' mixed.log || fail "single-process resume of a 2-rank run: $(tail -3 mixed.log)"
+python3 - <<'P' || fail "the mixed run's history is incomplete"
+import json
+s = json.load(open("mixed/summary.json")); m = json.load(open("mixed/meta.json"))
+assert s["steps"] == 20, s["steps"]
+assert m["distributed"]["world_size"] == 2 and m["resumed"][-1]["distributed"] is None, m
+P
+echo "ok: a 2-rank run resumed in a single process"
+
 # Bad input: every rank stops with the same clear error before training.
 expect_status 2 "--nproc" -- "$BIASLAB" train "${cfg[@]}" --nproc 0 --out bad
 expect_status 2 "runtime.dist_backend: nccl needs CUDA" -- "$BIASLAB" train "${cfg[@]}" --nproc 2 \
@@ -139,4 +169,21 @@ for _ in $(seq 100); do grep -q locked lock.out && break; sleep 0.1; done
 expect_status 5 "is in use by another biaslab process" "rank 0 stopped before training" -- \
   env BIASLAB_LOG_LEVEL=info "$BIASLAB" train "${cfg[@]}" --nproc 2 --out locked
 kill $lock_pid 2>/dev/null || true
+
+# The scaling benchmark at a tiny size: its JSON is consistent (no timing assertions).
+python3 "$SRC/scripts/bench_scaling.py" --quick --configs configs/fmnist_vit_lite.yaml --biaslab "$BIASLAB" \
+  --cores 2 --json scaling.json > scaling.txt || fail "bench_scaling.py failed: $(tail -5 scaling.txt)"
+python3 - <<'P' || fail "bench_scaling.py JSON inconsistent"
+import json
+d = json.load(open("scaling.json"))
+(r,) = d["results"]
+assert r["ranks"] == 2 and r["threads_per_rank"] == 1, r
+ref, multi, thr = r["reference"]["images_per_s"], r["ranks_run"]["images_per_s"], r["threads_run"]["images_per_s"]
+assert min(ref, multi, thr) > 0, r
+assert abs(r["efficiency"] - multi / (2 * ref)) < 1e-12, r
+assert abs(r["ranks_vs_threads"] - multi / thr) < 1e-12, r
+assert "--nproc 2" in r["ranks_run"]["command"] and "--nproc" not in r["reference"]["command"], r
+P
+grep -q 'fmnist_vit_lite.yaml' scaling.txt || fail "no table row: $(cat scaling.txt)"
+echo "ok: bench_scaling.py --quick"
 echo "PASS"
