@@ -70,7 +70,8 @@ TEST(DistEnv, NoLauncherIsAJobOfOne) {
 TEST(DistEnv, TorchrunVariables) {
   const DistEnv env = env_of({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
                               {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29501"},
-                              {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}});
+                              {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"},
+                              {"TORCHELASTIC_RUN_ID", "none"}});
   EXPECT_TRUE(env.distributed());
   EXPECT_EQ(env.rank, 3);
   EXPECT_EQ(env.world_size, 4);
@@ -87,6 +88,7 @@ TEST(DistEnv, TorchrunVariables) {
   EXPECT_EQ(manual.local_rank, 1);
   EXPECT_EQ(manual.local_world_size, 2);
   EXPECT_FALSE(manual.launcher_store);
+  EXPECT_EQ(manual.launcher, "environment variables");
 }
 
 TEST(DistEnv, SlurmVariables) {

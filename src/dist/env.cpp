@@ -58,7 +58,9 @@ DistEnv read_dist_env(const GetEnv& getenv) {
     const std::string ctx = "torchrun-style launch: WORLD_SIZE is set";
     env.world_size = r.integer("WORLD_SIZE", 1, kMaxRanks, ctx);
     if (env.world_size == 1) return DistEnv{};
-    env.launcher = "torchrun";
+    env.launcher = r.has("BIASLAB_LAUNCH_COMMAND")  ? "biaslab train --nproc"
+                   : r.has("TORCHELASTIC_RUN_ID") ? "torchrun"
+                                                  : "environment variables";
     env.rank = r.integer("RANK", 0, env.world_size - 1, ctx);
     env.local_world_size = r.integer_or("LOCAL_WORLD_SIZE", env.world_size, 1, env.world_size, ctx);
     env.local_rank = r.integer_or("LOCAL_RANK", env.rank % env.local_world_size, 0, env.local_world_size - 1, ctx);

@@ -18,7 +18,7 @@ struct DistEnv {
   int master_port = 0;
   bool launcher_store = false;  ///< the launcher hosts the store (torchrun, --nproc): every rank is a client
   int attempt = 0;            ///< torchrun's restart count: keys of a restarted job do not collide
-  std::string launcher;       ///< "torchrun", "slurm" or "" (a job of one)
+  std::string launcher;       ///< "torchrun", "biaslab train --nproc", "slurm", "environment variables" or ""
 
   bool distributed() const { return world_size > 1; }
 };

@@ -77,14 +77,15 @@ LoaderOptions loader_options(const Config& cfg, const Dataset& data, int64_t bat
 namespace {
 
 // First line where two resolved configs differ, for the "different config" message.
-std::string first_difference(const std::string& a, const std::string& b) {
+std::string first_difference(const std::string& a, const std::string& b, const std::string& name_a = "stored",
+                             const std::string& name_b = "requested") {
   std::istringstream sa(a), sb(b);
   std::string la, lb, section;
   while (true) {
     const bool ga = bool(std::getline(sa, la)), gb = bool(std::getline(sb, lb));
     if (!ga && !gb) return "";
     if (!la.empty() && la[0] != ' ') section = la;
-    if (la != lb) return "in " + section + " stored '" + la + "', requested '" + lb + "'";
+    if (la != lb) return "in " + section + " " + name_a + " '" + la + "', " + name_b + " '" + lb + "'";
   }
 }
 
@@ -252,7 +253,7 @@ json run_training(const Config& given, const TrainRequest& req) {
     if (differs)
       spdlog::error("rank {} would train another experiment than rank 0 ({}); launch every rank with the same "
                     "command, config, presets and data",
-                    comm->rank(), first_difference(reference, experiment));
+                    comm->rank(), first_difference(reference, experiment, "rank 0", "this rank"));
     const double differing = comm->sum({differs ? 1.0 : 0.0}, "comparing the ranks' experiments")[0];
     if (differing > 0)
       throw ConfigError(fmt::format("{} rank(s) would train another experiment than rank 0 (see their errors)",

@@ -30,6 +30,7 @@ compare_losses single.log nproc.log
 grep -q 'distributed: 2 ranks' nproc.log || fail "no distributed line in nproc.log"
 [[ $(json_get nproc/summary.json '["distributed"]["world_size"]') == 2 ]] || fail "summary.json lacks distributed.world_size"
 [[ $(json_get nproc/meta.json '["distributed"]["backend"]') == gloo ]] || fail "meta.json lacks the backend"
+[[ $(json_get nproc/meta.json '["distributed"]["launcher"]') == "biaslab train --nproc" ]] || fail "meta.json: wrong launcher"
 
 # Evaluation: every test sample once. One process evaluating the same weights reproduces
 # the accuracy the two ranks recorded, exactly.
@@ -62,6 +63,7 @@ if [[ -n $TORCHRUN ]]; then
   "$TORCHRUN" --redirects 1 --tee 2 --no_python --nproc_per_node 2 --master_port "$(free_port)" \
     "$BIASLAB" train "${cfg[@]}" --out torchrun 2> torchrun.log || fail "torchrun run failed: $(tail -20 torchrun.log)"
   compare_losses single.log torchrun.log
+  [[ $(json_get torchrun/meta.json '["distributed"]["launcher"]') == torchrun ]] || fail "torchrun run: wrong launcher"
   [[ $(json_get torchrun/summary.json '["weights_fingerprint"]') == $(json_get nproc/summary.json '["weights_fingerprint"]') ]] \
     || fail "torchrun and --nproc runs end with different weights"
   echo "ok: torchrun --no_python gives the --nproc run's weights bitwise"
@@ -133,7 +135,7 @@ done
 s0=0; wait "$pid0" || s0=$?
 s1=0; wait "$pid1" || s1=$?
 [[ $s0 == 2 && $s1 == 2 ]] || fail "mismatched ranks: exit $s0 / $s1, expected 2 / 2: $(tail -2 mismatch1.log)"
-grep -q "rank 1 would train another experiment than rank 0 (in optim:" mismatch1.log \
+grep -q "rank 1 would train another experiment than rank 0 (in optim: rank 0 '  lr: 0.001', this rank '  lr: 0.01')" mismatch1.log \
   || fail "rank 1 does not name the difference: $(tail -2 mismatch1.log)"
 [[ ! -e mismatch ]] || fail "mismatched ranks created the run directory"
 echo "ok: ranks with different configs refuse to train together (exit 2)"
