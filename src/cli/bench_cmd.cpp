@@ -53,9 +53,7 @@ void run_bench(const Args& a) {
   const std::set<std::string> only(a.only.begin(), a.only.end());
   const c10::Device device = select_device(cfg.runtime.device);
   cfg.train.precision = resolve_precision(cfg.train.precision, device);
-  if (cfg.train.precision == "fp16" && !device.is_cuda())
-    throw ConfigError("train.precision: fp16 needs a CUDA device, runtime.device resolved to " + device.str() +
-                      "; use bf16 on the CPU");
+  require_precision_device(cfg.train.precision, device, "use bf16 on the CPU");
   const int threads = set_threads(int(cfg.runtime.threads));
   if (!a.settings.trace.empty()) {
     if (!only.count("train")) throw ConfigError("--trace records training steps: --only must include train");

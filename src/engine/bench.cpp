@@ -13,6 +13,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "engine/ema.h"
+#include "engine/evaluate.h"
 #include "engine/loss_scaler.h"
 #include "engine/memory_format.h"
 #include "engine/experiment.h"
@@ -44,6 +45,20 @@ c10::ScalarType dtype_of(const std::string& precision) {
   if (precision == "bf16") return torch::kBFloat16;
   if (precision == "fp16") return torch::kHalf;
   return torch::kFloat;
+}
+
+// Rate of `run` (returns FLOPs, syncs), calibrated so that one repetition lasts >= 0.1 s.
+Rate calibrated_rate(const std::function<double(int64_t)>& run, int64_t repeats) {
+  run(1);  // first call: kernel selection, JIT, allocation
+  int64_t reps = 1;
+  for (;;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run(reps);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= 0.1 || reps >= (1 << 20))
+      break;
+    reps *= 2;
+  }
+  return measure_rate([] {}, [&] { return run(reps); }, std::max<int64_t>(repeats, 3));
 }
 
 }  // namespace
@@ -108,21 +123,9 @@ Rate bench_inference(const Config& cfg, c10::Device device, const BenchSettings&
   const int64_t batch = cfg.train.eval_batch_size;
   const auto [x, y] = synthetic_batch(cfg, batch, device);
   auto batches = [&, x = x, y = y](int64_t n) {
-    auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
-    auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
-    for (int64_t i = 0; i < n; ++i) {
-      torch::Tensor logits;
-      {
-        AutocastScope autocast(cfg.train.precision, device);
-        logits = model->forward(x);
-      }
-      logits = logits.to(torch::kFloat);
-      loss_sum += torch::nn::functional::cross_entropy(
-                      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                      .to(torch::kDouble);
-      correct += (logits.argmax(1) == y).sum();
-    }
-    (void)(loss_sum + correct).item<double>();  // one host sync per repetition, as evaluate() per loader
+    EvalSums sums(device);
+    for (int64_t i = 0; i < n; ++i) accumulate_eval_batch(*model, x, y, device, cfg.train.precision, sums);
+    (void)(sums.loss_sum + sums.correct).item<double>();  // one host sync per repetition, as evaluate() per loader
     return double(n * batch);
   };
   return measure_rate([&] { batches(s.warmup); }, [&] { return batches(s.steps); }, s.repeats);
@@ -161,21 +164,6 @@ std::vector<LoaderRate> bench_loader(const Config& cfg, const Dataset& data, con
   return out;
 }
 
-namespace {
-// Rate of `run` (returns FLOPs, syncs), calibrated so that one repetition lasts >= 0.1 s.
-Rate calibrated_rate(const std::function<double(int64_t)>& run, int64_t repeats) {
-  run(1);  // first call: kernel selection, JIT, allocation
-  int64_t reps = 1;
-  for (;;) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run(reps);
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= 0.1 || reps >= (1 << 20))
-      break;
-    reps *= 2;
-  }
-  return measure_rate([] {}, [&] { return run(reps); }, std::max<int64_t>(repeats, 3));
-}
-}  // namespace
 
 DensePeak dense_peak(const std::string& precision, c10::Device device, const BenchSettings& s) {
   DensePeak best;

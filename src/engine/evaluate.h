@@ -18,6 +18,19 @@ struct EvalMetrics {
   int64_t count = 0;
 };
 
+/// Loss and correct-prediction sums of evaluation batches, kept on the device (no host sync).
+struct EvalSums {
+  explicit EvalSums(c10::Device device);
+  torch::Tensor loss_sum;  ///< float64, summed cross-entropy (no label smoothing)
+  torch::Tensor correct;   ///< int64
+};
+
+/// What evaluation does with one batch (`model` already in eval mode, under no_grad): the
+/// forward pass under autocast for `precision`, then adds its sums to `sums`. Shared with
+/// `biaslab bench`, so the benchmark times exactly what evaluation runs.
+void accumulate_eval_batch(Classifier& model, const torch::Tensor& x, const torch::Tensor& y, c10::Device device,
+                           const std::string& precision, EvalSums& sums);
+
 /// Runs `model` in eval mode (restoring its mode after) over every batch of `loader`.
 /// With `comm`, rank r evaluates batches r, r + W, ... and the sums are all-reduced: the
 /// same batches as one process, each sample once, so the accuracy is the single-process one.

@@ -193,9 +193,7 @@ json run_training(const Config& given, const TrainRequest& req) {
   // the config as given, so the run resumes and compares under its own identity.
   Config cfg = given;
   cfg.train.precision = resolve_precision(given.train.precision, device);
-  if (cfg.train.precision == "fp16" && !device.is_cuda())
-    throw ConfigError("train.precision: fp16 (with loss scaling) needs a CUDA device, runtime.device resolved to " +
-                      device.str() + "; use bf16 on the CPU");
+  require_precision_device(cfg.train.precision, device, "use bf16 on the CPU");
   std::string backend;
   if (env.distributed()) {
     backend = dist::resolve_backend(cfg.runtime.dist_backend, device);
@@ -569,9 +567,7 @@ EvalReport evaluate_run(const EvalRequest& req) {
   std::string precision = resolve_precision(cfg.train.precision, device);
   if (const json s = read_run_summary(checkpoint); cfg.train.precision == "auto" && s.is_object())
     precision = s.value("precision", precision);
-  if (precision == "fp16" && !device.is_cuda())
-    throw ConfigError("train.precision: fp16 (trained on CUDA) cannot be evaluated on " + device.str() +
-                      "; pass --set train.precision=fp32 (or bf16)");
+  require_precision_device(precision, device, "evaluate with --set train.precision=fp32 (or bf16)");
   report.test = evaluate(*model, test, device, precision);
   report.weights_fingerprint = weights_fingerprint(*model);
   report.epoch = trained.epoch;

@@ -3,9 +3,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/errors.h"
 #include "core/torch_compat.h"
 
 namespace biaslab {
+
+void require_precision_device(const std::string& precision, c10::Device device, const std::string& hint) {
+  if (precision == "fp16" && !device.is_cuda())
+    throw ConfigError("train.precision: fp16 needs a CUDA device, runtime.device resolved to " + device.str() + "; " +
+                      hint);
+}
 
 bool cpu_has_native_bf16() {
   static const bool has = [] {

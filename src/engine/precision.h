@@ -14,6 +14,10 @@ namespace biaslab {
 /// (where bf16 is emulated and slower); other values as they are.
 std::string resolve_precision(const std::string& precision, c10::Device device);
 
+/// ConfigError unless `precision` (resolved) can run on `device`: fp16 needs CUDA (its
+/// loss scaling and kernels); `hint` says what to do instead.
+void require_precision_device(const std::string& precision, c10::Device device, const std::string& hint);
+
 /// Whether this CPU has bf16 dot-product instructions (Linux: /proc/cpuinfo flags).
 bool cpu_has_native_bf16();
 
