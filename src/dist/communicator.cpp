@@ -66,6 +66,36 @@ std::vector<Pack> plan_packs(const std::vector<torch::Tensor>& tensors, const st
   return packs;
 }
 
+// The pack's members as one flat buffer on `device` (`values(k)` gives member k's tensor).
+template <class Values>
+torch::Tensor flatten(const Pack& p, Values values, c10::Device device) {
+  std::vector<torch::Tensor> pieces;
+  for (size_t k : p.members) pieces.push_back(values(k).reshape(-1).to(device));
+  return torch::cat(pieces);
+}
+
+// Copies the slices of `flat` back into the pack's members (`values(k)`, any layout).
+template <class Values>
+void unflatten(const torch::Tensor& flat, const Pack& p, Values values) {
+  int64_t offset = 0;
+  for (size_t k : p.members) {
+    torch::Tensor target = values(k);
+    target.copy_(flat.narrow(0, offset, target.numel()).view(target.sizes()));
+    offset += target.numel();
+  }
+}
+
+// Options of a TCPStore at `port` (0: a free one) waiting `timeout` for keys and peers.
+c10d::TCPStoreOptions store_options(int port, bool server, int world_size, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = uint16_t(port);
+  o.isServer = server;
+  o.numWorkers = world_size;
+  o.waitWorkers = false;
+  o.timeout = timeout;
+  return o;
+}
+
 }  // namespace
 
 struct Communicator::Impl {
@@ -108,13 +138,8 @@ std::unique_ptr<Communicator> Communicator::join(const DistEnv& env, const std::
   const std::string where = fmt::format("rendezvous with {} rank(s) at {}:{}{}", env.world_size, env.master_addr,
                                         env.master_port, env.launcher_store ? " (the launcher's store)" : "");
   impl->guarded(where, [&] {
-    c10d::TCPStoreOptions o;
-    o.port = uint16_t(env.master_port);
-    o.isServer = !env.launcher_store && env.rank == 0;
-    o.numWorkers = env.world_size;
-    o.waitWorkers = false;
-    o.timeout = timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(
+        env.master_addr, store_options(env.master_port, !env.launcher_store && env.rank == 0, env.world_size, timeout));
     impl->store = c10::make_intrusive<c10d::PrefixStore>("biaslab/attempt_" + std::to_string(env.attempt), tcp);
     if (backend == "gloo") {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -152,18 +177,12 @@ void Communicator::broadcast(const std::vector<torch::Tensor>& tensors, const st
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   auto packs = plan_packs(tensors, order, kDefaultBucketBytes);
   impl_->guarded("broadcast of " + what, [&] {
+    auto tensor = [&](size_t k) { return tensors[k]; };
     for (auto& p : packs) {
-      std::vector<torch::Tensor> pieces;
-      for (size_t k : p.members) pieces.push_back(tensors[k].reshape(-1).to(impl_->device));
-      std::vector<torch::Tensor> io{torch::cat(pieces)};
+      std::vector<torch::Tensor> io{flatten(p, tensor, impl_->device)};
       auto work = impl_->group->broadcast(io);
       impl_->wait(work);
-      int64_t offset = 0;
-      for (size_t k : p.members) {
-        const int64_t n = tensors[k].numel();
-        tensors[k].copy_(io[0].narrow(0, offset, n).view(tensors[k].sizes()));
-        offset += n;
-      }
+      unflatten(io[0], p, tensor);
     }
   });
 }
@@ -193,25 +212,21 @@ void Communicator::reduce_gradients(const std::vector<torch::Tensor>& params, do
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     std::vector<std::vector<torch::Tensor>> ios;
     ios.reserve(packs.size());
+    auto grad = [&](size_t k) { return params[k].grad(); };
     for (auto& p : packs) {
-      std::vector<torch::Tensor> pieces;
-      for (size_t k : p.members) pieces.push_back(params[k].grad().reshape(-1));
-      p.flat = torch::cat(pieces);
+      p.flat = flatten(p, grad, params[p.members.front()].device());
       if (weight != 1.0) p.flat.mul_(weight);
       ios.push_back({p.flat});
       works.push_back(impl_->group->allreduce(ios.back()));  // all buckets in flight at once
     }
     for (size_t b = 0; b < packs.size(); ++b) {
       impl_->wait(works[b]);
-      int64_t offset = 0;
-      for (size_t k : packs[b].members) {
-        const int64_t n = params[k].numel();
-        params[k].mutable_grad().copy_(packs[b].flat.narrow(0, offset, n).view(params[k].sizes()));
-        offset += n;
-      }
+      unflatten(packs[b].flat, packs[b], grad);
     }
   });
 }
+
+void Communicator::barrier(const std::string& what) { sum({0.0}, what); }
 
 std::string Communicator::share(const std::string& key, const std::string& value) {
   return impl_->guarded("sharing '" + key + "' from rank 0", [&] {
@@ -229,14 +244,9 @@ struct StoreServer::Impl {
 };
 
 StoreServer::StoreServer(int world_size, std::chrono::milliseconds timeout) : impl_(std::make_unique<Impl>()) {
-  c10d::TCPStoreOptions o;
-  o.port = 0;  // a free port, chosen by the kernel
-  o.isServer = true;
-  o.numWorkers = world_size;
-  o.waitWorkers = false;
-  o.timeout = timeout;
   try {
-    impl_->store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
+    // Port 0: a free port, chosen by the kernel.
+    impl_->store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options(0, true, world_size, timeout));
   } catch (const std::exception& e) {
     throw DistError("could not start the rendezvous store on 127.0.0.1: " + compat::error_message(e));
   }

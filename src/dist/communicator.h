@@ -51,6 +51,9 @@ class Communicator {
   /// model configuration does not use).
   void reduce_gradients(const std::vector<torch::Tensor>& params, double weight, const std::string& what,
                         int64_t bucket_bytes = kDefaultBucketBytes);
+  /// Returns once every rank has called it (an all-reduce: a broadcast's sender may
+  /// finish before the receivers do).
+  void barrier(const std::string& what);
   /// Rank 0's `value` on every rank (through the store; other ranks' `value` is ignored).
   /// Keys are used once.
   std::string share(const std::string& key, const std::string& value);

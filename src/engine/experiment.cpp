@@ -332,7 +332,7 @@ json run_training(const Config& given, const TrainRequest& req) {
       if (comm) {
         const auto* error = dynamic_cast<const Error*>(&e);
         comm->share("plan", RunPlan{"error", "", "", error ? error->exit_code() : 1, e.what()}.to_json());
-        comm->sum({0.0}, "sharing rank 0's plan");
+        comm->barrier("sharing rank 0's plan");
       }
       throw;
     }
@@ -343,7 +343,7 @@ json run_training(const Config& given, const TrainRequest& req) {
     cfg.train.precision = plan.precision;
   }
   // Every rank has the plan before any leaves (rank 0 may host the store the others read).
-  if (comm) comm->sum({0.0}, "sharing rank 0's plan");
+  if (comm) comm->barrier("sharing rank 0's plan");
   if (plan.action == "error" && !writer)
     throw DistError("rank 0 stopped before training: " + plan.message, plan.exit_code);
   if (plan.action == "complete") return writer ? json::parse(read_file(dir / "summary.json")) : json();
@@ -366,9 +366,9 @@ json run_training(const Config& given, const TrainRequest& req) {
       for (const auto& b : shadow->buffers()) tensors.push_back(b);
     }
     comm->broadcast(tensors, "the initial weights");
-    // A broadcast's sender may finish first: only an all-reduce guarantees that every rank
-    // has read the checkpoint before rank 0 writes the next one.
-    comm->sum({0.0}, "loading the checkpoint");
+    // A broadcast's sender may finish first: every rank has read the checkpoint before
+    // rank 0 writes the next one.
+    comm->barrier("loading the checkpoint");
   }
 
   std::optional<LogFileCloser> closer;

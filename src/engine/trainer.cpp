@@ -96,7 +96,7 @@ void Trainer::train_epoch(TrainState& state) {
       if (!periodic) save("last", state);  // once: a second save would overwrite last.prev.pt with a copy
       // No rank exits before rank 0's checkpoint is complete (a launcher that sees one rank
       // exit stops the others).
-      if (comm_) comm_->sum({0.0}, "stopping at step " + std::to_string(state.step));
+      if (comm_) comm_->barrier("stopping at step " + std::to_string(state.step));
       throw Interrupted("stopped by signal " + std::to_string(sig) + " at step " + std::to_string(state.step) +
                         "; checkpoint written, rerun the same command to resume");
     }
