@@ -272,3 +272,66 @@ TEST(ConfigErrors, DataFormatKeys) {
   EXPECT_EQ(yaml.find("train_images"), std::string::npos);
   EXPECT_EQ(to_yaml(load_config_text(yaml, "config.yaml", {}, no_presets)), yaml);
 }
+
+TEST(ConfigErrors, RunNamesStayOneFolderUnderRuns) {
+  for (const char* bad : {"..", ".", "/tmp/abs", "a/b", "''"}) {
+    const std::string msg = error_of(std::string("name: ") + bad + "\n" + kResnet);
+    EXPECT_NE(msg.find("exp.yaml:1: name:"), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find("is not a run name"), std::string::npos) << bad << ": " << msg;
+  }
+  EXPECT_NE(error_of(std::string("name: \"a\\tb\"\n") + kResnet).find("name: expected printable UTF-8 text, got a "
+                                                                       "control character (0x09) at byte 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string("name: a\xff\n") + kResnet).find("invalid UTF-8 at byte 2"), std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"name=.."}).find("--set name=..: name:"), std::string::npos);
+  // Every string key is checked, not only the name.
+  EXPECT_NE(error_of(kResnet, {"data.class_names=[a,b,c,d,e,f,g,h,i,\"j\\x01\"]"}).find("data.class_names"),
+            std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"data.root=/x\xfe"}).find("data.root: expected printable UTF-8"), std::string::npos);
+  EXPECT_EQ(load_config_text(std::string("name: K\xc3\xa4se-1\n") + kResnet, "exp.yaml").name, "K\xc3\xa4se-1");
+}
+
+TEST(ConfigErrors, NonsenseValuesAreErrorsNotDefaults) {
+  const std::string steps = error_of(kResnet, {"train.steps=0"});
+  EXPECT_NE(steps.find("train.steps: expected an integer >= 1 or ~ (none), got 0"), std::string::npos) << steps;
+  EXPECT_EQ(load_config_text(kResnet, "exp.yaml", {"train.steps=~"}).train.steps, 0);
+  const std::string mean = error_of(kResnet, {"data.mean=[.nan]", "data.std=[1]"});
+  EXPECT_NE(mean.find("data.mean: expected finite numbers, got '.nan'"), std::string::npos) << mean;
+  EXPECT_NE(error_of(kResnet, {"data.std=[.inf]", "data.mean=[0]"}).find("data.std"), std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"data.workers=1000000"}).find("data.workers: expected an integer <= 256"),
+            std::string::npos);
+  EXPECT_NE(error_of(kResnet, {"data.crop_padding=100000"}).find("data.crop_padding: expected at most data.image_size"),
+            std::string::npos);
+}
+
+TEST(ConfigErrors, HostileFilesAreBoundedAndSpecialFilesRefused) {
+  // A few lines of nested aliases stand for 10^9 values: counted as expanded, and refused.
+  std::string yaml = std::string(kResnet) + "train:\n  epochs: 1\nx0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    yaml += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) yaml += std::string(k ? ", " : "") + "*a" + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  const std::string b = error_of(yaml);
+  EXPECT_NE(b.find("expands to more than"), std::string::npos) << b;
+  TempDir dir;
+  write_text(dir / "big.yaml", std::string(kResnet) + std::string(1100000, '#'));
+  try {
+    load_config((dir / "big.yaml").string());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("big.yaml: 1.05 MiB is larger than the 1 MiB limit for config files"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const std::string& special : {std::string("/dev/zero"), dir.path().string()}) {
+    try {
+      load_config(special);
+      FAIL() << special;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(special + ": is a"), std::string::npos) << e.what();
+    }
+  }
+  const std::string preset = error_of("model: {preset: /dev/zero}\ndata: {preset: fashion_mnist}\n");
+  EXPECT_NE(preset.find("/dev/zero: is a character device"), std::string::npos) << preset;
+}

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <sys/stat.h>
+#include <zlib.h>
+
 #include <fstream>
 
 #include "core/errors.h"
@@ -114,4 +117,68 @@ TEST(Idx, ImplausibleHeader) {
   const auto p = (dir / "zero").string();
   write_bytes(p, {0, 0, 8, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2});
   EXPECT_NE(error_reading_images(p).find("implausible image count 0"), std::string::npos);
+}
+
+TEST(Idx, GzipChecksumIsVerifiedToTheEnd) {
+  // Only the trailer's CRC-32 is wrong: the data inflates, the checksum says it is not the
+  // data that was compressed.
+  TempDir dir;
+  const auto good = (dir / "img.gz").string();
+  write_idx_images(good, torch::randint(0, 255, {50, 1, 8, 8}).to(torch::kUInt8));
+  std::ifstream in(good, std::ios::binary);
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), {});
+  bytes[bytes.size() - 7] ^= 0x01;  // inside the CRC-32 (the last 8 bytes: CRC, then length)
+  const auto bad = (dir / "crc.gz").string();
+  write_bytes(bad, bytes);
+  const std::string msg = error_reading_images(bad);
+  EXPECT_NE(msg.find(bad + ": corrupt compressed data"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("incorrect data check"), std::string::npos) << msg;
+  // The labels reader verifies too.
+  const auto labels = (dir / "lab.gz").string();
+  write_idx_labels(labels, torch::randint(0, 9, {100}, torch::kLong));
+  std::ifstream lin(labels, std::ios::binary);
+  std::vector<unsigned char> lb((std::istreambuf_iterator<char>(lin)), {});
+  lb[lb.size() - 7] ^= 0x01;
+  write_bytes(labels, lb);
+  EXPECT_THROW(read_idx_labels(labels), DataError);
+}
+
+TEST(Idx, DeclaredSizeBeyondWhatTheFileCanHoldIsRefusedBeforeAllocating) {
+  TempDir dir;
+  // 2^27 images of 16x16 (32 GiB) declared in a 1 KB plain file, and in a small gzip file.
+  std::vector<unsigned char> header = {0, 0, 8, 3, 8, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 16};
+  header.resize(1024, 7);
+  const auto plain = (dir / "big").string();
+  write_bytes(plain, header);
+  std::string msg = error_reading_images(plain);
+  EXPECT_NE(msg.find(plain + ": the header declares 134217728 images of 16x16 (32 GiB), more than a file of 1 KiB"),
+            std::string::npos)
+      << msg;
+  // The same bytes gzip-compressed: 1 KB inflates to at most ~1 MB, far from 32 GiB.
+  const auto gz = (dir / "big.gz").string();
+  gzFile f = gzopen(gz.c_str(), "wb");
+  ASSERT_TRUE(f);
+  ASSERT_EQ(gzwrite(f, header.data(), unsigned(header.size())), int(header.size()));
+  gzclose(f);
+  msg = error_reading_images(gz);
+  EXPECT_NE(msg.find(gz + ": the header declares 134217728 images of 16x16"), std::string::npos) << msg;
+  // A plain header declaring 2^26 labels in a 100-byte file.
+  std::vector<unsigned char> lab = {0, 0, 8, 1, 4, 0, 0, 0};
+  lab.resize(100, 1);
+  const auto lp = (dir / "labels").string();
+  write_bytes(lp, lab);
+  try {
+    read_idx_labels(lp);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("67108864 labels"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Idx, SpecialFilesAreRefusedNotOpened) {
+  TempDir dir;
+  const auto fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(error_reading_images(fifo).find("fifo: is a FIFO (named pipe)"), std::string::npos);
+  EXPECT_NE(error_reading_images(dir.path().string()).find("is a directory"), std::string::npos);
 }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/errors.h"
 #include "engine/run_dir.h"
 #include "engine/trainer.h"
 #include "test_util.h"
@@ -51,4 +52,45 @@ TEST(RunDirTiming, KeptRowsStopAtTheResumedEpochAndConvertTheOldFormat) {
   EXPECT_EQ(run_dir::kept_timing_rows(f, 5), "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n");
   EXPECT_EQ(run_dir::kept_timing_rows(dir / "missing.csv", 5),
             "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n");
+}
+
+TEST(RunDirOwnership, OnlyBiaslabRunDirectoriesAreClaimedAndWipeKeepsForeignFiles) {
+  test::TempDir dir;
+  const fs::path run = dir / "run";
+  EXPECT_NO_THROW(run_dir::claim(run)) << "a new folder";
+  fs::create_directories(run);
+  EXPECT_NO_THROW(run_dir::claim(run)) << "an empty folder";
+  // A user's folder that happens to use biaslab's names is still theirs.
+  fs::create_directories(run / "checkpoints");
+  test::write_text(run / "checkpoints" / "last.pt", "not a checkpoint");
+  test::write_text(run / "train.log", "my log");
+  EXPECT_FALSE(run_dir::is_run_dir(run));
+  try {
+    run_dir::claim(run);
+    FAIL() << "a foreign folder was claimed";
+  } catch (const CheckpointError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(run.string() + " is not empty and is not a biaslab run directory (it holds checkpoints/, "
+                                      "train.log)"),
+              std::string::npos)
+        << msg;
+  }
+  // biaslab's meta.json makes it a run directory; wipe then removes biaslab's files only.
+  test::write_text(run / "meta.json", "{\"biaslab_version\": \"0\"}\n");
+  EXPECT_TRUE(run_dir::is_run_dir(run));
+  EXPECT_NO_THROW(run_dir::claim(run));
+  test::write_text(run / "config.yaml", "name: x\n");
+  test::write_text(run / "notes.txt", "mine");
+  test::write_text(run / "checkpoints" / "epoch-0003.pt", "x");
+  test::write_text(run / "checkpoints" / "mine.pt", "mine");
+  fs::create_directories(run / "export");
+  test::write_text(run / "export" / "best.state_dict.pt", "x");
+  fs::create_directories(run / "only_biaslab");
+  run_dir::wipe(run);
+  for (const char* gone : {"config.yaml", "train.log", "checkpoints/last.pt", "checkpoints/epoch-0003.pt", "export"})
+    EXPECT_FALSE(fs::exists(run / gone)) << gone;
+  for (const char* kept : {"notes.txt", "checkpoints/mine.pt", "only_biaslab"})
+    EXPECT_TRUE(fs::exists(run / kept)) << kept;
+  // meta.json stays until the next run replaces it: the folder remains a run directory.
+  EXPECT_TRUE(run_dir::is_run_dir(run));
 }

@@ -154,3 +154,47 @@ TEST(SweepSpec, BadSweepFilesNameTheLineAndTheProblem) {
   expect("base: base.yaml\ngrid: {model.norm: [none\n", {"YAML syntax error"});
   expect("base: base.yaml\nvariants: {m: {a: {model.depth: 2}}}\ngrid: {model.depth: [1]}\n", {"swept by grid or zip"});
 }
+
+TEST(SweepSpec, HostileSweepFilesAreBoundedBeforeAnyRunIsMade) {
+  test::TempDir dir;
+  // 10^6 runs from six short lines: refused before expanding, max_runs raises the bound.
+  std::string grid = "base: base.yaml\ngrid:\n";
+  for (const char* key : {"optim.lr", "optim.weight_decay", "runtime.seed", "data.subset_seed", "train.epochs",
+                          "sched.warmup_steps"})
+    grid += std::string("  ") + key + ": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  const std::string e = error_of(dir, grid);
+  EXPECT_NE(e.find("s.yaml: the grid has more than 10000 runs (max_runs)"), std::string::npos) << e;
+  EXPECT_EQ(expand(load(dir, "base: base.yaml\nmax_runs: 12\ngrid: {runtime.seed: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"))
+                .size(),
+            10u);
+  EXPECT_NE(error_of(dir, "base: base.yaml\nmax_runs: 2\ngrid: {runtime.seed: [0, 1, 2]}\n").find("more than 2 runs"),
+            std::string::npos);
+  EXPECT_NE(error_of(dir, "base: base.yaml\nmax_runs: 0\ngrid: {runtime.seed: [0]}\n").find("max_runs: expected a positive"),
+            std::string::npos);
+  // Nested aliases ("billion laughs") count as what they expand to.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += std::string(k ? ", " : "") + "*a" + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  const std::string b = error_of(dir, bomb + "base: base.yaml\n");
+  EXPECT_NE(b.find("expands to more than"), std::string::npos) << b;
+  // Special files and oversized files are refused, not read.
+  const std::string dev = [] {
+    try {
+      load_sweep("/dev/zero");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_NE(dev.find("/dev/zero: is a character device"), std::string::npos) << dev;
+  test::write_text(dir / "huge.yaml", "base: base.yaml\n" + std::string(2 << 20, '#'));
+  try {
+    load_sweep(dir / "huge.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("limit for sweep files"), std::string::npos) << e.what();
+  }
+}

@@ -28,6 +28,20 @@ using json = nlohmann::json;
 
 namespace {
 
+constexpr const char* kAnalysisKind = "a biaslab analysis folder";
+
+// An analysis written before folders had manifests: analysis.json beside nothing but the
+// pictures, tables and page analyze writes.
+bool is_legacy_analysis(const fs::path& dir) {
+  if (!fs::is_regular_file(dir / "analysis.json")) return false;
+  for (const auto& f : files_under(dir)) {
+    const std::string ext = fs::path(f).extension().string();
+    if (f.find('/') != std::string::npos || (ext != ".png" && ext != ".csv" && ext != ".json" && ext != ".md"))
+      return false;
+  }
+  return true;
+}
+
 constexpr int64_t kBatch = 16;  // images per forward/backward pass of the statistics
 
 std::string fixed(double v, int digits) {
@@ -82,14 +96,6 @@ double token_stride_px(const ModelConfig& m) {
     halvings = m.tokenizer == "conv" ? int64_t(m.widths.size())
                                      : int64_t(m.layers.size()) - 1 + (m.stem == "imagenet" ? 2 : 0);
   return double(m.patch_size) * double(int64_t(1) << halvings);
-}
-
-// The output folder: a new one, or an earlier analysis (which is replaced); anything else
-// is refused rather than deleted.
-void check_output_folder(const fs::path& dir) {
-  if (!fs::exists(dir) || (fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "analysis.json")))) return;
-  throw ConfigError("--out: " + dir.string() + " exists and is not an earlier analysis (no analysis.json); "
-                    "choose another folder");
 }
 
 struct Writer {
@@ -151,7 +157,8 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
   if (!vit && (req.query != "cls" || !req.image_files.empty()))
     spdlog::warn("analyze: --query and --image concern attention; {} has none", cfg.model.family);
   const fs::path out = req.out.empty() ? req.run_dir / "analysis" : req.out;
-  check_output_folder(out);
+  // A new folder or an earlier analysis nobody added to (replaced whole); anything else is refused.
+  require_replaceable_folder(out, "--out", kAnalysisKind, is_legacy_analysis);
   Writer w;
   json numbers = {{"run", req.run_dir.string()}, {"checkpoint", checkpoint.string()}, {"family", cfg.model.family},
                   {"preset", cfg.model.preset},  {"images", n},                        {"image_size", size}};
@@ -345,7 +352,7 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
   }
   w.text("analysis.json", numbers.dump(2) + "\n");
   w.text("README.md", md.str());
-  });
+  }, "--out", kAnalysisKind, is_legacy_analysis);
   std::vector<fs::path> files;
   for (const auto& f : w.files) files.push_back(out / f.filename());
   return {out, files, numbers};

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "config/loader.h"
 #include "core/build_info.h"
 #include "core/errors.h"
@@ -19,6 +20,7 @@
 #include "core/torch_compat.h"
 #include "data/dataset.h"
 #include "engine/bench.h"
+#include "engine/memory_budget.h"
 #include "engine/memory_format.h"
 #include "engine/precision.h"
 #include "models/registry.h"
@@ -55,6 +57,7 @@ void run_bench(const Args& a) {
   cfg.train.precision = resolve_precision(cfg.train.precision, device);
   require_precision_device(cfg.train.precision, device, "use bf16 on the CPU");
   const int threads = set_threads(int(cfg.runtime.threads));
+  check_memory_budget(cfg, /*activations_in_host_memory=*/!device.is_cuda());
   if (!a.settings.trace.empty()) {
     if (!only.count("train")) throw ConfigError("--trace records training steps: --only must include train");
     std::ofstream probe(a.settings.trace);
@@ -166,13 +169,13 @@ void register_bench(CLI::App& app) {
       ->check(CLI::IsMember({"train", "infer", "loader"}))
       ->capture_default_str();
   cmd->add_option("--steps", args->settings.steps, "steps (batches) per timed repetition")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--warmup", args->settings.warmup, "untimed steps first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--repeats", args->settings.repeats, "timed repetitions (median, min, max over them)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--trace", args->settings.trace,
                   "also record one repetition of training steps with the operator profiler, as a Chrome trace "

@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "config/loader.h"
 #include "core/errors.h"
 #include "core/fs.h"
@@ -26,7 +28,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr const char* kExportKind = "a biaslab data export";
+constexpr const char* kPresetHeader = "# Written by biaslab data export";
+
+// An export written before folders had manifests: its dataset.yaml, and PNGs in
+// SPLIT/CLASS/ folders.
+bool is_legacy_export(const fs::path& dir) {
+  std::ifstream in(dir / "dataset.yaml");
+  std::string first;
+  if (!std::getline(in, first) || first.rfind(kPresetHeader, 0) != 0) return false;
+  for (const auto& f : files_under(dir)) {
+    const fs::path p(f);
+    const std::string split = p.begin()->string();
+    if (f != "dataset.yaml" && (std::distance(p.begin(), p.end()) != 3 || p.extension() != ".png" ||
+                                (split != "train" && split != "test" && split != "val")))
+      return false;
+  }
+  return true;
+}
+
 void export_dataset(const Config& cfg, const fs::path& out, bool force) {
+  // A folder biaslab did not write is refused with or without --force; an earlier export
+  // nobody added to needs --force to be replaced.
+  require_replaceable_folder(out, "--out", kExportKind, is_legacy_export);
   if (fs::exists(out) && !force)
     throw ConfigError("--out " + out.string() + " already exists; pass --force to replace it");
   const Source src = read_source(cfg.data);
@@ -42,13 +66,13 @@ void export_dataset(const Config& cfg, const fs::path& out, bool force) {
     preset.data.format = "folder";
     preset.data.root = fs::absolute(out).lexically_normal().string();
     preset.data.class_names = names;
-    std::string yaml = "# Written by biaslab data export from " +
+    std::string yaml = std::string(kPresetHeader) + " from " +
                        (cfg.data.preset.empty() ? cfg.name : cfg.data.preset) + " (" + cfg.data.format +
                        "): use as data: {preset: " + (fs::absolute(out) / "dataset.yaml").string() + "}\n";
     yaml += data_preset_yaml(preset, {"format", "root", "image_size", "channels", "num_classes", "mean", "std",
                                       "class_names"});
     atomic_write(tmp / "dataset.yaml", yaml);
-  });
+  }, "--out", kExportKind, is_legacy_export);
   std::cout << fmt::format("wrote {} train / {} test{} images of {} classes to {}\n", src.train.size(), src.test.size(),
                            src.val.size() > 0 ? fmt::format(" / {} val", src.val.size()) : "", names.size(),
                            out.string());
@@ -95,8 +119,8 @@ void register_data(CLI::App& app) {
   CLI::App* bench = data->add_subcommand("bench", "Loader throughput (images/s) without and with the configured augmentation");
   bench->add_option("-c,--config", bargs->config, "experiment YAML")->required();
   bench->add_option("--set", bargs->sets, "override a config value (repeatable)");
-  bench->add_option("--batches", counts->first, "batches per repetition")->check(CLI::PositiveNumber)->capture_default_str();
-  bench->add_option("--repeats", counts->second, "timed repetitions (after one warm-up)")->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--batches", counts->first, "batches per repetition")->check(at_least(1))->capture_default_str();
+  bench->add_option("--repeats", counts->second, "timed repetitions (after one warm-up)")->check(at_least(1))->capture_default_str();
   bench->callback([bargs, counts] { print_loader_bench(load_config(bargs->config, bargs->sets), counts->first, counts->second); });
 }
 

@@ -10,6 +10,8 @@
 #include "cli/commands.h"
 #include "core/build_info.h"
 #include "core/errors.h"
+#include "core/fault.h"
+#include "core/input_file.h"
 #include "core/logging.h"
 #include "core/runtime.h"
 
@@ -55,6 +57,11 @@ int main(int argc, char** argv) {
   cli::register_analyze(app);
   cli::register_bench(app);
   try {
+    fault::check_environment();
+    for (int i = 1; i < argc; ++i)
+      if (const std::string problem = text_problem(argv[i], /*controls_ok=*/true); !problem.empty())
+        throw ConfigError("command-line argument " + std::to_string(i) + " holds " + problem +
+                          "; biaslab records its command line in JSON and takes UTF-8 text only");
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);

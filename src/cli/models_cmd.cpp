@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "config/loader.h"
 #include "core/errors.h"
 #include "models/registry.h"
@@ -21,8 +22,8 @@ void register_models(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("models", "List architecture presets (models/*.yaml) with parameters and FLOPs");
   cmd->add_option("--data", args->data, "data preset that sets input size, channels and classes")
       ->capture_default_str();
-  cmd->add_option("--image-size", args->image_size, "input side instead of the data preset's")->check(CLI::PositiveNumber);
-  cmd->add_option("--channels", args->channels, "input channels instead of the data preset's")->check(CLI::PositiveNumber);
+  cmd->add_option("--image-size", args->image_size, "input side instead of the data preset's")->check(at_least(1));
+  cmd->add_option("--channels", args->channels, "input channels instead of the data preset's")->check(at_least(1));
   cmd->add_option("--classes", args->classes, "classes instead of the data preset's")->check(CLI::Range(2, 1 << 30));
   cmd->callback([args] {
     std::vector<std::string> sets;

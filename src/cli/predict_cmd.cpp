@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/runtime.h"
 #include "export/predict.h"
 
@@ -21,7 +22,7 @@ void register_predict(CLI::App& app) {
   cmd->add_option("images", args->req.inputs, "image files and folders (searched recursively)")->required();
   cmd->add_option("--topk", args->req.topk, "classes to list per image")->capture_default_str();
   cmd->add_option("--batch-size", args->req.batch_size, "images per forward pass")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "intra-op threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "intra-op threads (0: all cores)")->check(at_least(0))->capture_default_str();
   cmd->add_flag("--json", args->json, "print the result as JSON");
   cmd->callback([args] {
     set_threads(args->threads);

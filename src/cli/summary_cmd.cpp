@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "config/loader.h"
+#include "engine/memory_budget.h"
 #include "models/registry.h"
 #include "models/summary.h"
 
@@ -36,6 +37,7 @@ void register_summary(CLI::App& app) {
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args] {
     const Config cfg = load_config(args->config, args->sets);
+    check_memory_budget(cfg, /*activations_in_host_memory=*/false);  // only the model is built
     const InputSpec in = input_spec(cfg.data);
     auto model = build_model(cfg.model, in);
     const ModelSummary s = summarize(*model, in.channels, in.image_size);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "core/errors.h"
 #include "sweep/emit.h"
 #include "sweep/executor.h"
@@ -32,8 +33,8 @@ void register_sweep(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sweep", "Run every combination of a sweep file, resumably (one process per run)");
   cmd->add_option("-c,--config", args->file, "sweep YAML (configs/sweeps/*.yaml)")->required();
   cmd->add_option("--out", args->out, "sweep directory (default: runs/sweeps/<name>)");
-  cmd->add_option("--jobs,-j", args->jobs, "runs at a time")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->threads, "threads per run (default: cores / jobs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs,-j", args->jobs, "runs at a time")->check(at_least(1));
+  cmd->add_option("--threads", args->threads, "threads per run (default: cores / jobs)")->check(at_least(1));
   cmd->add_flag("--retry-failed", args->retry_failed, "run failed runs again (they are skipped otherwise)");
   cmd->add_flag("--force", args->force,
                 "adopt a changed sweep file: runs whose config changed start over (old ones moved to discarded/)");
@@ -41,7 +42,7 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--emit", args->emit, "print one command per run (commands) or write a Slurm array job (slurm)")
       ->check(CLI::IsMember({"commands", "slurm"}));
   cmd->add_option("--cpus-per-task", args->cpus_per_task, "with --emit slurm: CPUs (and threads) per run")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->callback([args] {
     using namespace sweep;
     const SweepSpec spec = load_sweep(args->file);
@@ -49,6 +50,7 @@ void register_sweep(CLI::App& app) {
     const std::vector<std::string> configs = resolve_configs(spec, plan);  // every run checked up front
     const Layout layout{args->out.empty() ? fs::path("runs") / "sweeps" / spec.name : fs::path(args->out)};
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
+    claim_sweep_dir(layout);
 
     if (args->dry_run) {
       const Ledger ledger(layout.ledger());

@@ -126,6 +126,7 @@ struct RuntimeConfig {
   std::string memory_format = "auto";  ///< auto | channels_last | contiguous (engine/memory_format.h)
   std::string dist_backend = "auto";   ///< auto | gloo | nccl (distributed runs; dist/communicator.h)
   int64_t dist_timeout_s = 300;        ///< a collective waiting longer than this fails the run
+  double max_memory_gb = 0.0;          ///< bound of a run's estimated memory (engine/memory_budget.h); 0 = this machine's RAM
 };
 
 struct Config {

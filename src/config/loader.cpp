@@ -6,13 +6,14 @@
 // what writes the resolved config back out, so reading and writing cannot drift.
 #include "config/loader.h"
 
-#include <yaml-cpp/yaml.h>
+#include "config/yaml_io.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "core/input_file.h"
 #include "data/synthetic.h"
 
 namespace biaslab {
@@ -29,6 +31,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kSections = {"model", "data", "optim", "sched", "train", "runtime"};
+constexpr int64_t kMaxWorkers = 256;  // data.workers: loader threads
 
 struct Entry {
   YAML::Node node;
@@ -66,22 +69,55 @@ void flatten(const YAML::Node& node, const std::string& prefix, const std::strin
   }
 }
 
-YAML::Node parse_yaml(const std::string& text, const std::string& file) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& ex) {
-    throw ConfigError(file + ":" + std::to_string(ex.mark.line + 1) + ": YAML syntax error: " +
-                      ex.msg);
+// Counts the values of `node` as a reader sees them (an alias counts as often as it is
+// used), stopping at the limit: a few lines of nested aliases can stand for billions.
+void count_values(const YAML::Node& node, size_t& left, const std::string& file) {
+  if (left == 0)
+    throw ConfigError(file + ": the YAML expands to more than " + std::to_string(kMaxYamlValues) +
+                      " values (nested aliases?); config and sweep files are limited to that");
+  --left;
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      count_values(it->first, left, file);
+      count_values(it->second, left, file);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) count_values(item, left, file);
   }
 }
 
-std::string read_text(const fs::path& path, const std::string& what) {
+}  // namespace
+
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+  YAML::Node node;
   try {
-    return read_file(path);
+    node = YAML::Load(text);
+  } catch (const YAML::ParserException& ex) {
+    throw ConfigError(file + ":" + std::to_string(ex.mark.line + 1) + ": YAML syntax error: " +
+                      ex.msg);
+  } catch (const YAML::Exception& ex) {
+    throw ConfigError(file + ": unreadable YAML: " + ex.msg);
+  }
+  size_t left = kMaxYamlValues;
+  count_values(node, left, file);
+  return node;
+}
+
+std::string read_config_text(const fs::path& path, const std::string& what) {
+  try {
+    return read_input_file(path, kMaxConfigFileBytes, what);
   } catch (const Error& e) {
     throw ConfigError(what + ": " + e.what());
   }
 }
+
+YAML::Node read_yaml_file(const fs::path& path, const std::string& what) {
+  return parse_yaml(read_config_text(path, what), path.string());
+}
+
+namespace {
+
+std::string read_text(const fs::path& path, const std::string& what) { return read_config_text(path, what); }
 
 // The experiment document: top-level keys are `name` and the sections, each a mapping.
 void flatten_document(const YAML::Node& doc, const std::string& file, Flat& out) {
@@ -164,6 +200,13 @@ struct Field {
   std::function<void(YAML::Emitter&)> emit;
 };
 
+// Every string of a config ends up in JSON and YAML files (meta.json, summary.json,
+// config.yaml): valid UTF-8 without control characters, checked when read.
+void check_text(const Entry& e, const std::string& key, const std::string& value) {
+  const std::string problem = text_problem(value);
+  if (!problem.empty()) fail(e, key, "expected printable UTF-8 text, got " + problem);
+}
+
 std::string format_double(double v) {
   char buf[64];
   for (int precision = 6; precision <= 17; ++precision) {
@@ -180,9 +223,10 @@ class FieldTable {
   std::vector<Field> fields;
   std::vector<std::string> family_scope;  // set while declaring model keys of some families
 
-  void integer(const std::string& key, int64_t& ref, int64_t min, bool nullable = false) {
+  void integer(const std::string& key, int64_t& ref, int64_t min, bool nullable = false,
+               int64_t max = std::numeric_limits<int64_t>::max()) {
     add(key,
-        [&ref, key, min, nullable](const Entry& e) {
+        [&ref, key, min, nullable, max](const Entry& e) {
           if (nullable && e.node.IsNull()) {
             ref = 0;
             return;
@@ -191,7 +235,10 @@ class FieldTable {
           if (!e.node.IsScalar() || !YAML::convert<int64_t>::decode(e.node, v))
             fail(e, key, "expected an integer" + std::string(nullable ? " or ~" : "") + ", got '" +
                              show(e.node) + "'");
-          if (v < min) fail(e, key, "expected an integer >= " + std::to_string(min) + ", got " + std::to_string(v));
+          if (v < min)
+            fail(e, key, "expected an integer >= " + std::to_string(min) + std::string(nullable ? " or ~ (none)" : "") +
+                             ", got " + std::to_string(v));
+          if (v > max) fail(e, key, "expected an integer <= " + std::to_string(max) + ", got " + std::to_string(v));
           ref = v;
         },
         [&ref, nullable](YAML::Emitter& out) {
@@ -229,6 +276,7 @@ class FieldTable {
     add(key,
         [&ref, key](const Entry& e) {
           if (!e.node.IsScalar()) fail(e, key, "expected a string, got '" + show(e.node) + "'");
+          check_text(e, key, e.node.Scalar());
           ref = e.node.Scalar();
         },
         [&ref](YAML::Emitter& out) { out << ref; });
@@ -258,8 +306,12 @@ class FieldTable {
             if (!item.IsScalar() || !YAML::convert<T>::decode(item, v))
               fail(e, key, "expected a list of " + what + ", got element '" + show(item) + "'");
             if constexpr (std::is_arithmetic_v<T>) {
+              if (!std::isfinite(static_cast<double>(v)))
+                fail(e, key, "expected finite " + what + ", got '" + show(item) + "'");
               if (static_cast<double>(v) < min)
                 fail(e, key, "expected " + what + " >= " + format_double(min) + ", got '" + show(item) + "'");
+            } else {
+              check_text(e, key, v);
             }
             values.push_back(v);
           }
@@ -390,7 +442,7 @@ FieldTable make_table(Config& c) {
   t.number("data.random_erasing", d.random_erasing, 0.0, 1.0);
   t.number("data.mixup_alpha", d.mixup_alpha, 0.0, 100.0);
   t.number("data.cutmix_alpha", d.cutmix_alpha, 0.0, 100.0);
-  t.integer("data.workers", d.workers, 0);
+  t.integer("data.workers", d.workers, 0, false, kMaxWorkers);
 
   OptimConfig& o = c.optim;
   t.choice("optim.name", o.name, {"sgd", "adamw"});
@@ -408,7 +460,7 @@ FieldTable make_table(Config& c) {
 
   TrainConfig& tr = c.train;
   t.integer("train.epochs", tr.epochs, 1);
-  t.integer("train.steps", tr.steps, 0, true);
+  t.integer("train.steps", tr.steps, 1, true);
   t.integer("train.batch_size", tr.batch_size, 1);
   t.integer("train.eval_batch_size", tr.eval_batch_size, 1);
   t.integer("train.eval_every", tr.eval_every, 1);
@@ -430,6 +482,7 @@ FieldTable make_table(Config& c) {
   t.choice("runtime.memory_format", r.memory_format, {"auto", "channels_last", "contiguous"});
   t.choice("runtime.dist_backend", r.dist_backend, {"auto", "gloo", "nccl"});
   t.integer("runtime.dist_timeout_s", r.dist_timeout_s, 1);
+  t.number("runtime.max_memory_gb", r.max_memory_gb, 0.0, 1e9);
   return t;
 }
 
@@ -490,6 +543,14 @@ class Checker {
 
 void check(const Config& c, const Flat& merged, const fs::path& home) {
   Checker k(merged);
+  // The name is a folder under runs/ (and a sweep's runs/): one plain path component.
+  const std::string& name = c.name;
+  k.require(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+                name.find('\\') == std::string::npos && text_problem(name).empty(),
+            "name",
+            "'" + (text_problem(name).empty() ? name : "(" + text_problem(name) + ")") +
+                "' is not a run name: expected a non-empty folder name without '/' and other than '.' and '..' "
+                "(runs are written to runs/<name>; --out chooses any folder)");
   const ModelConfig& m = c.model;
   const DataConfig& d = c.data;
 
@@ -533,6 +594,9 @@ void check(const Config& c, const Flat& merged, const fs::path& home) {
   k.require(d.std.size() == d.mean.size(), "data.std",
             "expected as many values as data.mean (" + std::to_string(d.mean.size()) + "), got " +
                 std::to_string(d.std.size()));
+  k.require(d.crop_padding <= d.image_size, "data.crop_padding",
+            "expected at most data.image_size = " + std::to_string(d.image_size) + " pixels of padding, got " +
+                std::to_string(d.crop_padding));
   k.require(d.random_resized_crop.empty() ||
                 (d.random_resized_crop.size() == 2 && d.random_resized_crop[0] > 0 &&
                  d.random_resized_crop[0] <= d.random_resized_crop[1] && d.random_resized_crop[1] <= 1.0),
@@ -644,7 +708,7 @@ Config build(const Flat& merged, const fs::path& home, const std::string& defaul
     }
     f->read(entry);
   }
-  if (c.name.empty()) c.name = default_name;
+  if (!merged.count("name")) c.name = default_name;  // an explicit empty name is checked (and refused) below
   if (c.model.norm.empty()) c.model.norm = c.model.family == "resnet" ? "batchnorm" : "layernorm";
   check(c, merged, home);
   return c;

@@ -12,6 +12,9 @@
 
 namespace biaslab::fault {
 
+/// Throws ConfigError (exit 2) naming BIASLAB_FAULT when it is set but malformed (an
+/// unknown kind, or a step that is not a non-negative integer). main() calls it first.
+void check_environment();
 /// True when BIASLAB_FAULT asks for `kind` at `step`.
 bool at(const std::string& kind, int64_t step);
 /// Kills the process with SIGKILL when BIASLAB_FAULT asks for `kind` at `step`.

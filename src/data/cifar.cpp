@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 
 namespace biaslab {
 namespace {
@@ -28,7 +29,7 @@ Split read_cifar(const std::vector<std::string>& paths, const CifarLayout& layou
   std::vector<torch::Tensor> images, labels;
   for (const auto& path : paths) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) throw DataError(path + ": file does not exist");
+    require_regular_file<DataError>(path, "a CIFAR record file");
     const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
     if (ec) throw DataError(path + ": cannot read its size (" + ec.message() + ")");
     if (bytes == 0 || bytes % record != 0)

@@ -3,11 +3,13 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 
 namespace biaslab {
 namespace {
@@ -26,9 +28,43 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 
 GzFile open_read(const std::string& path) {
   if (!std::filesystem::exists(path)) throw DataError(path + ": file does not exist");
+  require_regular_file<DataError>(path, "an IDX file");
   GzFile f(gzopen(path.c_str(), "rb"));
   if (!f) throw DataError(path + ": cannot open for reading");
   return f;
+}
+
+// The most bytes `path` can hold once decompressed: its size for a plain file, and for
+// gzip the size times deflate's largest ratio (1032:1), plus headers. A header that
+// declares more than that lies, and is refused before its tensor is allocated.
+uint64_t max_content_bytes(const std::string& path) {
+  const uint64_t size = std::filesystem::file_size(path);
+  unsigned char magic[2] = {0, 0};
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    if (std::fread(magic, 1, 2, f) != 2) magic[0] = 0;
+    std::fclose(f);
+  }
+  const bool gzip = magic[0] == 0x1f && magic[1] == 0x8b;
+  return gzip ? size * 1032 + 1024 : size;
+}
+
+void check_declared_size(const std::string& path, uint64_t declared, const std::string& what) {
+  // Small tensors are allocated as declared: reading then says exactly where the data ends.
+  constexpr uint64_t kTrusted = uint64_t(64) << 20;
+  const uint64_t room = max_content_bytes(path);
+  if (declared > room && declared > kTrusted)
+    throw DataError(path + ": the header declares " + what + " (" + format_bytes(declared) +
+                    "), more than a file of " + format_bytes(std::filesystem::file_size(path)) +
+                    " can hold: truncated or not an IDX file");
+}
+
+// zlib's complaint (damaged deflate data, or a CRC-32 or length in the gzip trailer that
+// does not match what was inflated) as a DataError naming the file.
+[[noreturn]] void throw_corrupt(gzFile_s* f, const std::string& path, const std::string& where) {
+  int err = 0;
+  const char* msg = gzerror(f, &err);
+  throw DataError(path + ": corrupt compressed data" + where + " (" + (msg && *msg ? msg : "zlib error") +
+                  "): the gzip stream or its checksum is damaged; fetch the file again");
 }
 
 // Reads exactly n bytes; a short read is a truncated (or corrupt) file.
@@ -38,11 +74,7 @@ void read_exact(gzFile_s* f, void* dst, size_t n, const std::string& path, const
   while (done < n) {
     const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
     int got = gzread(f, out + done, chunk);
-    if (got < 0) {
-      int err = 0;
-      const char* msg = gzerror(f, &err);
-      throw DataError(path + ": corrupt data while reading " + what + " (" + (msg ? msg : "zlib error") + ")");
-    }
+    if (got < 0) throw_corrupt(f, path, " while reading " + what);
     if (got == 0)
       throw DataError(path + ": truncated: expected " + std::to_string(n) + " bytes of " + what + ", found " +
                       std::to_string(done));
@@ -56,10 +88,13 @@ uint32_t read_u32(gzFile_s* f, const std::string& path, const std::string& what)
   return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
 }
 
+// Reading past the data makes zlib check the gzip trailer (CRC-32 and length): a damaged
+// stream that happened to inflate is caught here.
 void expect_end(gzFile_s* f, const std::string& path) {
   unsigned char extra;
-  if (gzread(f, &extra, 1) > 0)
-    throw DataError(path + ": longer than its header says (trailing bytes after the data)");
+  const int got = gzread(f, &extra, 1);
+  if (got > 0) throw DataError(path + ": longer than its header says (trailing bytes after the data)");
+  if (got < 0) throw_corrupt(f, path, " after the data");
 }
 
 std::string hex(uint32_t v) {
@@ -112,6 +147,8 @@ torch::Tensor read_idx_images(const std::string& path) {
   if (uint64_t(n) * h * w > kMaxBytes)
     throw DataError(path + ": implausible header: " + std::to_string(n) + " images of " + std::to_string(h) + "x" +
                     std::to_string(w) + " exceed " + std::to_string(kMaxBytes >> 30) + " GiB");
+  check_declared_size(path, 16 + uint64_t(n) * h * w,
+                      std::to_string(n) + " images of " + std::to_string(h) + "x" + std::to_string(w));
   auto images = torch::empty({int64_t(n), 1, int64_t(h), int64_t(w)}, torch::kUInt8);
   read_exact(f.get(), images.data_ptr<uint8_t>(), size_t(n) * h * w, path, "pixels");
   expect_end(f.get(), path);
@@ -123,6 +160,7 @@ torch::Tensor read_idx_labels(const std::string& path) {
   check_magic(read_u32(f.get(), path, "the header"), kLabelMagic, path, "label");
   const uint32_t n = read_u32(f.get(), path, "the header");
   check_dim(n, path, "label count");
+  check_declared_size(path, 8 + uint64_t(n), std::to_string(n) + " labels");
   auto raw = torch::empty({int64_t(n)}, torch::kUInt8);
   read_exact(f.get(), raw.data_ptr<uint8_t>(), n, path, "labels");
   expect_end(f.get(), path);

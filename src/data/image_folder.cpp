@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;
@@ -32,6 +33,9 @@ std::string zero_pad(int64_t v, int width) {
 }  // namespace
 
 bool decode_image(const std::string& path, const FolderReadOptions& o, torch::Tensor out) {
+  // A FIFO would block OpenCV's reader: only regular files are opened (missing ones are undecodable).
+  if (const std::string problem = input_file_problem(path); !problem.empty() && problem != "does not exist")
+    throw DataError(path + ": " + problem + "; an image must be a regular file");
   try {
     cv::Mat img = cv::imread(path, o.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
     if (img.empty()) return false;
@@ -64,6 +68,10 @@ FolderSplit read_image_folder(const std::string& root, const FolderReadOptions& 
     if (e.is_directory() && e.path().filename().string()[0] != '.') out.class_names.push_back(e.path().filename().string());
   if (ec) throw DataError(root + ": cannot list (" + ec.message() + ")");
   std::sort(out.class_names.begin(), out.class_names.end());
+  for (const auto& name : out.class_names)  // class names end up in JSON (meta, exports)
+    if (const std::string problem = text_problem(name); !problem.empty())
+      throw DataError((fs::path(root) / name).string() + ": a class folder's name holds " + problem +
+                      "; rename the folder");
   if (out.class_names.empty())
     throw DataError(root + ": no class folders (expected root/<class>/<image>, one folder per class)");
 

@@ -29,6 +29,7 @@ FolderSplit read_image_folder(const std::string& root, const FolderReadOptions& 
 /// Decodes `path` into `out` (uint8, (channels, size, size)) as the folder reader does:
 /// OpenCV decode, greyscale or RGB, INTER_AREA when shrinking and INTER_LINEAR when
 /// enlarging to image_size. False for anything OpenCV cannot decode or convert.
+/// A path that exists but is not a regular file (FIFO, device, folder) is a DataError.
 bool decode_image(const std::string& path, const FolderReadOptions& options, torch::Tensor out);
 
 /// Writes a split as root/<NN_class>/<index>.png (PNG: lossless), creating folders.

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/fs.h"
+#include "core/input_file.h"
 #include "core/torch_compat.h"
 
 namespace biaslab {
@@ -69,6 +70,17 @@ std::string read_verified(const std::string& path) {
     throw CheckpointError(path + ": checksum mismatch (the file is corrupt)");
   return bytes.substr(kHeaderSize);
 }
+
+}  // namespace
+
+bool is_checkpoint_file(const std::string& path) {
+  if (!input_file_problem(path).empty()) return false;
+  char head[sizeof kMagic] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(head, sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0;
+}
+
+namespace {
 
 void open_archive(torch::serialize::InputArchive& ar, const std::string& payload, const std::string& path) {
   try {

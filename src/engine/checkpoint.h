@@ -28,6 +28,10 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model, co
 /// Verifies the file and reads the config and state (no tensors are loaded).
 CheckpointContents read_checkpoint_meta(const std::string& path);
 
+/// True when `path` is a regular file that starts like a biaslab checkpoint (its magic);
+/// nothing else is read.
+bool is_checkpoint_file(const std::string& path);
+
 /// Verifies the file, then loads every parameter and buffer of `model` (all must be
 /// present with the same shapes), and `optimizer` / `ema` when given. With
 /// `restore_rng`, the RNG states saved with it become the current ones.

@@ -23,6 +23,7 @@
 #include "data/dataset.h"
 #include "engine/checkpoint.h"
 #include "engine/ema.h"
+#include "engine/memory_budget.h"
 #include "engine/memory_format.h"
 #include "engine/optimizer.h"
 #include "engine/precision.h"
@@ -109,6 +110,7 @@ std::string experiment_identity(const std::string& config_yaml, const fs::path& 
   c.runtime.memory_format = "auto";
   c.runtime.dist_backend = "auto";
   c.runtime.dist_timeout_s = 300;
+  c.runtime.max_memory_gb = 0;
   c.train.log_every = 1;
   return to_yaml(c);
 }
@@ -206,6 +208,7 @@ json run_training(const Config& given, const TrainRequest& req) {
   // runtime.threads: auto shares the node's cores among its ranks.
   const int threads = set_threads(int(cfg.runtime.threads), env.local_world_size);
   seed_everything(uint64_t(cfg.runtime.seed));
+  check_memory_budget(cfg, /*activations_in_host_memory=*/!device.is_cuda());
   Dataset data = load_dataset(cfg.data);
   if (env.distributed() && data.train.size() < env.world_size)
     throw ConfigError(fmt::format("data: {} training images cannot be split across {} ranks", data.train.size(),
@@ -262,13 +265,16 @@ json run_training(const Config& given, const TrainRequest& req) {
   std::optional<run_dir::ResumePoint> resume;
   RunPlan plan;
   auto prepare_run_dir = [&] {
-    // One process per run directory at a time (a sweep and a scheduler may both try).
+    // Only a new, empty or biaslab's own folder; then one process per run directory at a
+    // time (a sweep and a scheduler may both try).
+    run_dir::claim(dir);
     fs::create_directories(dir);
     lock.emplace(dir / ".lock");
     if (!lock->held())
       throw CheckpointError("run directory " + dir.string() + " is in use by another biaslab process" +
                             (lock->holder_pid() ? " (pid " + std::to_string(lock->holder_pid()) + ")" : std::string()) +
                             "; wait for it to finish or stop it first");
+    run_dir::remove_stale_temporaries(dir);  // of writes a killed process left
 
     // Fresh run, resume, or already complete?
     if (req.force) {
@@ -282,12 +288,21 @@ json run_training(const Config& given, const TrainRequest& req) {
                                              : (fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "");
       const std::string stored = stored_yaml.empty() ? "" : experiment_identity(stored_yaml, dir);
       if (!stored.empty() && stored != experiment_identity(config_yaml, dir)) {
+        // config.yaml edited by hand since the run started, or --set values?
+        const std::string on_disk = fs::exists(dir / "config.yaml") ? read_file(dir / "config.yaml") : "";
+        if (req.require_checkpoint && resume && !on_disk.empty() && experiment_identity(on_disk, dir) != stored)
+          throw ConfigError("--resume " + dir.string() + ": " + (dir / "config.yaml").string() +
+                            " differs from the config stored in " + resume->checkpoint.string() + " (" +
+                            first_difference(stored, experiment_identity(on_disk, dir), "checkpoint", "config.yaml") +
+                            "): it was edited after the run started; a run resumes with the config it started with, "
+                            "so restore config.yaml, or train the edited config into another folder with "
+                            "`biaslab train -c " + (dir / "config.yaml").string() + " --out NEW_DIR`");
         if (req.require_checkpoint)
           throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
                             first_difference(stored, experiment_identity(config_yaml, dir)) +
                             "); a run resumes with the config it started with (only data.root, data.workers, "
                             "runtime.threads, runtime.device, runtime.memory_format, runtime.dist_backend, "
-                            "runtime.dist_timeout_s and train.log_every may change)");
+                            "runtime.dist_timeout_s, runtime.max_memory_gb and train.log_every may change)");
         throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
                           first_difference(stored, experiment_identity(config_yaml, dir)) +
                           "); pass --force to replace it, or --out to choose another folder");
@@ -355,7 +370,6 @@ json run_training(const Config& given, const TrainRequest& req) {
     const CheckpointContents contents =
         load_checkpoint(plan.checkpoint, *model, optimizer.get(), shadow.get(), /*restore_rng=*/true);
     state = writer ? resume->state : train_state_from_json(contents.state_json);
-    if (writer) run_dir::remove_stale_temporaries(dir);
   }
   if (comm) {
     // Rank 0's weights everywhere (its init_from, its checkpoint).
@@ -378,9 +392,6 @@ json run_training(const Config& given, const TrainRequest& req) {
                                        {"launcher", env.launcher}}
                                 : json(nullptr);
   if (writer) {
-    fs::create_directories(ckpt_dir);
-    log_to_file((dir / "train.log").string());
-    closer.emplace();
     json meta = {{"biaslab_version", build::kVersion}, {"git_commit", build::kGitCommit},
             {"libtorch_version", compat::torch_version()}, {"threads", threads}, {"device", device.str()},
             {"seed", cfg.runtime.seed}, {"subset_seed", cfg.data.subset_seed},
@@ -402,16 +413,21 @@ json run_training(const Config& given, const TrainRequest& req) {
       } catch (const std::exception&) {
         meta["resumed"] = json::array({{{"at", now_iso8601()}, {"step", state.step}}});
       }
+    }
+    // meta.json first: it is what marks the folder as a biaslab run directory (run_dir::is_run_dir).
+    atomic_write(dir / "meta.json", meta.dump(2) + "\n");
+    fs::create_directories(ckpt_dir);
+    log_to_file((dir / "train.log").string());
+    closer.emplace();
+    if (resume)
       spdlog::info("resuming {} from {} (step {}, epoch {})", dir.string(), resume->checkpoint.string(), state.step,
                    state.epoch);
-    } else {
+    else
       spdlog::info("run {} -> {} (libtorch {}, {} thread(s){}, device {}, {}{}{})", cfg.name, dir.string(),
                    compat::torch_version(), threads, comm ? " per rank" : "", device.str(), cfg.train.precision,
                    given.train.precision == "auto" ? " (train.precision: auto)" : "",
                    channels_last ? ", channels-last" : "");
-    }
     atomic_write(dir / "config.yaml", config_yaml);
-    atomic_write(dir / "meta.json", meta.dump(2) + "\n");
     spdlog::info("data: {} train / {} val / {} test images, {}x{}x{}, {} classes", data.train.size(),
                  data.val.size(), data.test.size(), cfg.data.channels, cfg.data.image_size, cfg.data.image_size,
                  cfg.data.num_classes);
@@ -470,6 +486,10 @@ json run_training(const Config& given, const TrainRequest& req) {
   if (comm) trainer.set_rank_seed(uint64_t(cfg.runtime.seed));
   install_stop_handlers();
   trainer.fit(state);
+  if (const int sig = stop_signal(); sig != 0 && writer)
+    spdlog::warn("signal {} arrived during the final evaluation: the run was complete, so it is finished (summary "
+                 "written, exit status 0) rather than stopped",
+                 sig);
   if (!writer) return json();
 
   json summary = run_dir::summary(cfg, state, trainer.selection_metric(), params, data, threads, device);
@@ -496,6 +516,17 @@ fs::path resolve_checkpoint(const fs::path& target, const std::string& name) {
   const fs::path checkpoint = target / "checkpoints" / (name + ".pt");
   if (!fs::exists(checkpoint))
     throw CheckpointError(target.string() + ": no checkpoints/" + name + ".pt (is this a biaslab run directory?)");
+  // The checkpoint must be this run's: one copied from another run (or a config.yaml
+  // edited since) would be evaluated, exported or analysed under the wrong name.
+  if (fs::exists(target / "config.yaml")) {
+    const std::string run = experiment_identity(read_file(target / "config.yaml"), target);
+    const std::string stored = experiment_identity(read_checkpoint_meta(checkpoint.string()).config_yaml, target);
+    if (run != stored)
+      throw CheckpointError(checkpoint.string() + " does not belong to the run in " + target.string() +
+                            ": the config stored in the checkpoint differs from config.yaml (" +
+                            first_difference(run, stored, "config.yaml", "checkpoint") +
+                            "); it was copied from another run, or config.yaml was edited after training");
+  }
   return checkpoint;
 }
 

@@ -9,6 +9,9 @@
 #include <tuple>
 
 #include "core/errors.h"
+#include "core/fs.h"
+#include "core/input_file.h"
+#include "core/output_folder.h"
 
 namespace biaslab::run_dir {
 namespace fs = std::filesystem;
@@ -46,10 +49,62 @@ bool holds_run(const fs::path& dir) {
   return fs::exists(dir / "checkpoints");
 }
 
+bool is_run_dir(const fs::path& dir) {
+  // meta.json is the first file a run writes (the lock aside) and names biaslab's version.
+  try {
+    const fs::path meta = dir / "meta.json";
+    if (input_file_problem(meta).empty() && fs::file_size(meta) < kMaxConfigFileBytes &&
+        json::parse(read_file(meta)).contains("biaslab_version"))
+      return true;
+  } catch (const std::exception&) {
+  }
+  for (const auto& name : kResumeCandidates)
+    if (is_checkpoint_file((dir / "checkpoints" / name).string())) return true;
+  return false;
+}
+
+bool is_export_name(const std::string& name) {
+  for (const char* stem : {"best", "last", "ema"})
+    for (const char* ext : {".pt", ".state_dict.pt"})
+      if (name == std::string(stem) + ext) return true;
+  return false;
+}
+
+void claim(const fs::path& dir) { claim_output_folder(dir, "run directory", "a biaslab run directory", is_run_dir); }
+
+namespace {
+
+// Names a run writes into checkpoints/ and export/.
+bool is_checkpoint_name(const std::string& name) {
+  if (name == "last.pt" || name == "last.prev.pt" || name == "best.pt") return true;
+  if (name.size() < 13 || name.rfind("epoch-", 0) != 0 || name.compare(name.size() - 3, 3, ".pt") != 0) return false;
+  return name.substr(6, name.size() - 9).find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Removes the files of `dir` that `ours` names and biaslab's temporaries, then the folder
+// if nothing else is left in it.
+template <typename Ours>
+void remove_ours(const fs::path& dir, Ours&& ours) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::vector<fs::path> doomed;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && (ours(name) || is_temporary_name(name))) doomed.push_back(e.path());
+  }
+  for (const auto& p : doomed) fs::remove(p);
+  if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
+}
+
+}  // namespace
+
 void wipe(const fs::path& dir) {
-  for (const auto& f : kRunFiles) fs::remove(dir / f);
-  fs::remove_all(dir / "checkpoints");
-  fs::remove_all(dir / "export");  // archives of the model being discarded
+  // meta.json stays: it marks the folder as biaslab's until the new run replaces it.
+  for (const auto& f : kRunFiles)
+    if (f != "meta.json") fs::remove(dir / f);
+  fs::remove(dir / "skipped_images.txt");
+  remove_ours(dir / "checkpoints", is_checkpoint_name);
+  remove_ours(dir / "export", is_export_name);  // archives of the model being discarded
 }
 
 // The most advanced checkpoint that verifies; corrupt ones are reported and skipped.
@@ -78,9 +133,7 @@ std::optional<ResumePoint> find_resume_point(const fs::path& dir) {
 }
 
 void remove_stale_temporaries(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir / "checkpoints", ec))
-    if (e.path().filename().string().find(".tmp.") != std::string::npos) fs::remove(e.path());
+  for (const fs::path& d : {dir, dir / "checkpoints", dir / "export"}) biaslab::remove_stale_temporaries(d);
 }
 
 std::string metrics_csv(const TrainState& s, bool ema) {

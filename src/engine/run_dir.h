@@ -19,9 +19,20 @@ namespace biaslab::run_dir {
 
 /// True when `dir` holds any file of a run.
 bool holds_run(const std::filesystem::path& dir);
-/// Removes the files of a run (and only those) from `dir`.
+/// True when biaslab wrote `dir`: its meta.json is biaslab's, or it holds a biaslab checkpoint.
+bool is_run_dir(const std::filesystem::path& dir);
+/// The rule for a run directory given to `train` (--out, or runs/<name>): it may not
+/// exist yet, be empty, or be a biaslab run directory; anything else is refused
+/// (CheckpointError, exit 5) before anything is written, whatever --force says.
+void claim(const std::filesystem::path& dir);
+/// True for the names export writes into a run's export/ ({best,last,ema}[.state_dict].pt).
+bool is_export_name(const std::string& name);
+/// Removes the files a run writes (and only those: a file of another name, in the folder
+/// or in checkpoints/ and export/, stays) from `dir`. meta.json is kept (the next run
+/// replaces it): it is what makes the folder a run directory meanwhile.
 void wipe(const std::filesystem::path& dir);
-/// Removes temporary files of checkpoint writes that a crash interrupted.
+/// Removes the temporary files of writes that a dead process left (in the folder,
+/// checkpoints/ and export/).
 void remove_stale_temporaries(const std::filesystem::path& dir);
 
 struct ResumePoint {

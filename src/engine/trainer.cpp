@@ -64,7 +64,16 @@ void Trainer::fit(TrainState& state) {
     spdlog::info("resuming at step {}/{} (epoch {}, batch {})", state.step, total_steps_, state.epoch + 1,
                  state.batch_in_epoch);
   }
-  while (!state.finished && state.epoch < epochs) train_epoch(state);
+  while (!state.finished && state.epoch < epochs) {
+    train_epoch(state);
+    // A signal during the epoch-end evaluation: `last` was just written at the epoch end,
+    // so stop now rather than after one more step. (Distributed ranks agree on stopping
+    // at the next step instead; a signal during the final evaluation finishes the run.)
+    if (const int sig = comm_ ? 0 : stop_signal(); sig != 0 && !state.finished && state.epoch < epochs)
+      throw Interrupted("stopped by signal " + std::to_string(sig) + " during the evaluation after epoch " +
+                        std::to_string(state.epoch) + " (step " + std::to_string(state.step) +
+                        "); checkpoint written, rerun the same command to resume");
+  }
 }
 
 void Trainer::train_epoch(TrainState& state) {

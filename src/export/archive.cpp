@@ -1,6 +1,7 @@
 #include "export/archive.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -8,10 +9,13 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "core/input_file.h"
+#include "core/output_folder.h"
 #include "core/runtime.h"
 #include "core/torch_compat.h"
 #include "data/dataset.h"
 #include "engine/experiment.h"
+#include "engine/run_dir.h"
 #include "export/torchscript.h"
 #include "export/weights.h"
 
@@ -66,6 +70,34 @@ void check_torchvision_names(const ModelConfig& m, const StateDict& native) {
                     "class-token pooling; this model has " + list);
 }
 
+// True for a TorchScript archive biaslab exported (it carries biaslab/meta.json).
+bool is_biaslab_archive(const fs::path& file) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(file.string());
+    return reader.hasRecord(std::string("extra/") + kArchiveMeta);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// The export's target may be new, one of biaslab's archives, or a file of biaslab's name
+// in a run directory's export/ folder; a user's file is never overwritten.
+void check_export_target(const fs::path& file) {
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  // RUN/export/{best,last,ema}[.state_dict].pt of a biaslab run directory is export's own.
+  const bool in_run = dir.filename() == "export" && run_dir::is_run_dir(dir.parent_path()) &&
+                      run_dir::is_export_name(file.filename().string());
+  std::error_code ec;
+  const bool exists = fs::exists(fs::symlink_status(file, ec));
+  if (exists && !(fs::is_regular_file(file) && (in_run || is_biaslab_archive(file))))
+    throw CheckpointError("--out: " + file.string() + " exists and is not a biaslab export (" +
+                          (fs::is_regular_file(file) ? std::string("no ") + kArchiveMeta + " inside"
+                                                     : input_file_problem(file)) +
+                          "); biaslab never overwrites a file it did not write: choose another --out or remove it");
+  // Leftovers of killed exports: all of a run's export/ folder, elsewhere only this file's.
+  if (fs::is_directory(dir)) remove_stale_temporaries(dir, in_run ? "" : file.filename().string());
+}
+
 }  // namespace
 
 void save_archive(const torch::jit::Module& module, const std::string& path, const json& meta,
@@ -102,6 +134,7 @@ ExportReport export_model(const ExportRequest& req) {
   report.checkpoint = checkpoint.string();
   const std::string stem = req.checkpoint + (req.format == "state_dict" ? ".state_dict.pt" : ".pt");
   report.file = req.out.empty() ? req.target / "export" / stem : req.out;
+  check_export_target(report.file);
 
   if (req.format == "state_dict") {
     if (req.names == "torchvision") check_torchvision_names(cfg.model, model_state_dict(*model, Names::native));

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 #include "core/torch_compat.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
@@ -19,6 +20,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
+
+constexpr int64_t kMaxBatchBytes = int64_t(1) << 30;  // float pixels of one forward pass
 
 bool is_image(const fs::path& p) {
   static const std::set<std::string> kExtensions = {".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm",
@@ -47,11 +50,17 @@ std::vector<std::string> collect_images(const std::vector<std::string>& inputs) 
     if (fs::is_directory(input)) {
       std::vector<std::string> found;
       for (const auto& e : fs::recursive_directory_iterator(input))
-        if (e.is_regular_file() && is_image(e.path())) found.push_back(e.path().string());
+        if (e.is_regular_file() && is_image(e.path())) {
+          // File names end up in --json output: refused up front rather than after inference.
+          if (const std::string problem = text_problem(e.path().string(), true); !problem.empty())
+            throw DataError(e.path().string() + ": the file name holds " + problem + "; rename it");
+          found.push_back(e.path().string());
+        }
       if (found.empty()) throw DataError(input + ": no image files in this folder");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(input)) {
+      require_regular_file<DataError>(input, "an image");
       files.push_back(input);
     } else {
       throw DataError(input + ": no such file or folder");
@@ -64,7 +73,8 @@ PredictResult predict(const PredictRequest& req) {
   if (req.topk < 1) throw ConfigError("--topk: expected a positive number, got " + std::to_string(req.topk));
   if (req.batch_size < 1)
     throw ConfigError("--batch-size: expected a positive number, got " + std::to_string(req.batch_size));
-  if (!fs::is_regular_file(req.model)) throw CheckpointError(req.model + ": no such file");
+  if (!fs::exists(req.model)) throw CheckpointError(req.model + ": no such file");
+  require_regular_file<CheckpointError>(req.model, "a TorchScript archive");
   PredictResult result;
   torch::jit::ExtraFilesMap extra = {{kArchiveMeta, ""}};
   torch::jit::Module module;
@@ -92,6 +102,15 @@ PredictResult predict(const PredictRequest& req) {
       mean.size() != size_t(channels) || std.size() != size_t(channels))
     throw CheckpointError(req.model + ": " + kArchiveMeta +
                           " is inconsistent (class names, image size, 1 or 3 channels, one mean and std each)");
+  // One image's float pixels must fit in kMaxBatchBytes (image_size ~9,400 for RGB): a
+  // larger image_size is a damaged or hostile archive, refused before any allocation.
+  if (double(size) * double(size) * double(channels) * 4 > double(kMaxBatchBytes))
+    throw CheckpointError(req.model + ": " + kArchiveMeta + " says image_size " + std::to_string(size) + ": one " +
+                          std::to_string(channels) + "-channel image of that size would take more than the " +
+                          format_bytes(kMaxBatchBytes) + " predict allows per forward pass");
+  for (const auto& name : result.class_names)
+    if (!text_problem(name).empty())
+      throw CheckpointError(req.model + ": " + kArchiveMeta + ": a class name holds " + text_problem(name));
   module.eval();
   const int64_t k = std::min<int64_t>(req.topk, int64_t(result.class_names.size()));
   const auto labels = folder_labels(result.class_names);
@@ -100,9 +119,11 @@ PredictResult predict(const PredictRequest& req) {
   FolderReadOptions decode;
   decode.channels = channels;
   decode.image_size = size;
+  // At most kMaxBatchBytes of float pixels per forward pass, whatever --batch-size says.
+  const int64_t batch = std::clamp<int64_t>(kMaxBatchBytes / (4 * channels * size * size), 1, req.batch_size);
   torch::NoGradGuard no_grad;
-  for (size_t begin = 0; begin < files.size(); begin += size_t(req.batch_size)) {
-    const size_t end = std::min(files.size(), begin + size_t(req.batch_size));
+  for (size_t begin = 0; begin < files.size(); begin += size_t(batch)) {
+    const size_t end = std::min(files.size(), begin + size_t(batch));
     auto images = torch::empty({int64_t(end - begin), channels, size, size}, torch::kUInt8);
     for (size_t i = begin; i < end; ++i) {
       if (!decode_image(files[i], decode, images[int64_t(i - begin)]))

@@ -7,6 +7,8 @@
 #include "config/loader.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "core/input_file.h"
+#include "core/output_folder.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -105,6 +107,9 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
                         ". Pass --force to adopt the new one (runs whose config changed start over, their old "
                         "directories moved to discarded/; the others keep their results), or --out to use another directory");
   }
+  // The marker first: an interrupted first prepare leaves a folder that is still ours.
+  if (!fs::exists(layout.marker())) atomic_write(layout.marker(), "a biaslab sweep directory (see plan.json)\n");
+  remove_stale_temporaries(layout.root);
   fs::create_directories(layout.root / "configs");
   fs::create_directories(layout.root / "runs");
   fs::create_directories(layout.root / "logs");
@@ -120,6 +125,12 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
   atomic_write(layout.root / "sweep.yaml", read_file(spec.file));
   atomic_write(layout.plan(), plan_json(plan).dump(2) + "\n");
   return changed;
+}
+
+void claim_sweep_dir(const Layout& layout) {
+  claim_output_folder(layout.root, "sweep directory", "a biaslab sweep directory", [&](const fs::path&) {
+    return fs::is_regular_file(layout.plan()) || fs::is_regular_file(layout.marker());
+  });
 }
 
 Plan read_plan(const fs::path& sweep_dir) {

@@ -32,12 +32,17 @@ struct Layout {
   std::filesystem::path plan() const { return root / "plan.json"; }
   std::filesystem::path ledger() const { return root / "ledger.json"; }
   std::filesystem::path lock() const { return root / ".lock"; }
+  std::filesystem::path marker() const { return root / ".biaslab-sweep"; }  ///< written first by prepare()
   std::filesystem::path config(const std::string& run) const { return root / "configs" / (run + ".yaml"); }
   std::filesystem::path run_dir(const std::string& run) const { return root / "runs" / run; }
   std::filesystem::path log(const std::string& run) const { return root / "logs" / (run + ".log"); }
 };
 
 Plan make_plan(const SweepSpec& spec);
+
+/// The sweep directory rule: new, empty, or a biaslab sweep directory (plan.json or the marker);
+/// anything else is refused with CheckpointError (exit 5) before anything is written.
+void claim_sweep_dir(const Layout& layout);
 
 /// Every run's resolved config (to_yaml), checked as `biaslab train` would: a
 /// ConfigError names the sweep file, the run and the key.

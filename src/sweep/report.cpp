@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "core/fs.h"
+#include "core/input_file.h"
+#include "core/output_folder.h"
 #include "plot/chart.h"
 
 namespace fs = std::filesystem;
@@ -257,6 +260,15 @@ std::string verdict(const Plan& plan, const Grouping& g) {
 ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir) {
   const std::vector<RunResult> results = collect_results(layout, plan);
   const Grouping g = group_results(plan, results);
+  // A new or empty folder, or an earlier report (whose files are rewritten in place).
+  claim_output_folder(out_dir, "--out", "a biaslab report folder", [](const fs::path& dir) {
+    // results.csv with the header this function writes (the swept keys vary in between).
+    std::ifstream in(dir / "results.csv");
+    std::string header;
+    return std::getline(in, header) && header.rfind("run,", 0) == 0 &&
+           header.find(",state,family,preset,parameters,flops_per_image,") != std::string::npos &&
+           fs::is_regular_file(dir / "summary.md");
+  });
   fs::create_directories(out_dir);
   ReportOutput out;
   auto write = [&](const std::string& name, const std::string& content) {

@@ -1,6 +1,6 @@
 #include "sweep/spec.h"
 
-#include <yaml-cpp/yaml.h>
+#include "config/yaml_io.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -108,19 +108,27 @@ namespace {
 SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
   const Reader r{file.string()};
   if (!doc.IsMap()) throw ConfigError(file.string() + ": a sweep file is a mapping with base, grid, ... (see README)");
-  static const std::vector<std::string> kTop = {"name", "base", "set", "grid", "zip", "variants", "overrides", "report"};
+  static const std::vector<std::string> kTop = {"name", "base", "set", "grid", "zip", "variants", "overrides", "report",
+                                                "max_runs"};
   std::set<std::string> top_seen;
   for (const auto& kv : doc) {
     const std::string k = kv.first.as<std::string>();
     if (!top_seen.insert(k).second) r.fail(kv.first, "'" + k + "' appears twice");
     if (std::find(kTop.begin(), kTop.end(), k) == kTop.end())
-      r.fail(kv.first, "unknown sweep key '" + k + "'; expected one of: name, base, set, grid, zip, variants, overrides, report");
+      r.fail(kv.first, "unknown sweep key '" + k +
+                           "'; expected one of: name, base, set, grid, zip, variants, overrides, report, max_runs");
   }
   SweepSpec spec;
   spec.file = file;
   spec.name = doc["name"] ? doc["name"].as<std::string>() : file.stem().string();
   if (spec.name.empty() || spec.name == "." || spec.name == ".." || name_part(spec.name) != spec.name)
     throw ConfigError(r.file + ": name '" + spec.name + "' must use only letters, digits, '.', '_', '+', '-'");
+  if (const YAML::Node m = doc["max_runs"]; m) {
+    int64_t v = 0;
+    if (!m.IsScalar() || !YAML::convert<int64_t>::decode(m, v) || v < 1)
+      r.fail(m, "max_runs: expected a positive integer, got '" + m.as<std::string>("?") + "'");
+    spec.max_runs = v;
+  }
 
   const YAML::Node base = doc["base"];
   if (!base) throw ConfigError(r.file + ": missing 'base' (the config every run starts from: a path or a mapping)");
@@ -128,7 +136,7 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
     fs::path p = base.as<std::string>();
     if (p.is_relative()) p = file.parent_path() / p;
     if (!fs::exists(p)) r.fail(base, "base config " + p.string() + " not found (paths are relative to the sweep file)");
-    spec.base_yaml = read_file(p);
+    spec.base_yaml = read_config_text(p, "base config");
     spec.base_source = p.lexically_normal().string();
     spec.base_file = p;
   } else if (base.IsMap()) {
@@ -290,8 +298,9 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
 
 SweepSpec load_sweep(const fs::path& file) {
   if (!fs::exists(file)) throw ConfigError(file.string() + ": sweep file not found");
+  const YAML::Node doc = read_yaml_file(file, "sweep file");
   try {
-    return parse(file, YAML::Load(read_file(file)));
+    return parse(file, doc);
   } catch (const YAML::Exception& e) {
     // Syntax errors, and values of the wrong kind (e.g. a list where a name belongs).
     const std::string where = e.mark.is_null() ? file.string() : file.string() + ":" + std::to_string(e.mark.line + 1);
@@ -316,6 +325,14 @@ std::vector<PlannedRun> expand(const SweepSpec& spec) {
     label.push_back(last_count[last_component(k)] > 1 ? k : last_component(k));
   }
 
+  // Counted before any run is made: a few lines of grid can ask for millions.
+  uint64_t count = 1;
+  for (const auto& a : spec.axes) {
+    count *= std::max<size_t>(a.points.size(), 1);
+    if (count > uint64_t(spec.max_runs))
+      throw ConfigError(spec.file.string() + ": the grid has more than " + std::to_string(spec.max_runs) +
+                        " runs (max_runs); raise max_runs in the sweep file if that many are meant");
+  }
   std::vector<PlannedRun> runs;
   std::vector<size_t> index(spec.axes.size(), 0);
   std::map<std::string, size_t> names;

@@ -6,6 +6,7 @@
 // the report plots (`report`). Expanding it gives one planned run per grid point, each
 // a list of KEY=VALUE overrides of the base config and a stable name built from its
 // swept values. This header does not expose yaml-cpp.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -39,6 +40,7 @@ struct SweepSpec {
   std::string base_yaml;          ///< the base config's text
   std::string base_source;        ///< its file name (or "<file>: base") for messages
   std::filesystem::path base_file; ///< the base config file ("" when given inline)
+  int64_t max_runs = 10000;        ///< refuse grids with more runs (a typo can ask for millions)
   std::vector<KeyValue> set;
   std::vector<Axis> axes;
   std::vector<ConditionalSet> overrides;

@@ -56,11 +56,17 @@ expect_status 2 "got '3x,1'" -- "$BIASLAB" analyze vit --query 3x,1 --out bad_qu
 expect_status 3 "nope.png: OpenCV cannot decode this image" -- "$BIASLAB" analyze vit --image nope.png --out bad_image
 [[ ! -e bad_query && ! -e bad_image ]] || fail "a refused analysis wrote files"
 mkdir keep && echo data > keep/file.txt
-expect_status 2 "keep exists and is not an earlier analysis" -- "$BIASLAB" analyze vit --out keep
+expect_status 5 "keep is not empty and is not a biaslab analysis folder" "file.txt" -- "$BIASLAB" analyze vit --out keep
 [[ -s keep/file.txt ]] || fail "analyze touched a folder that was not its own"
 # A rerun replaces the earlier analysis whole: no stale pictures.
 "$BIASLAB" analyze vit --images 4 --show 1 > /dev/null
-[[ -s vit/analysis/attention_maps_0.png && ! -e vit/analysis/attention_maps_2.png && ! -e vit/analysis.partial ]] \
+[[ -s vit/analysis/.biaslab-files ]] || fail "the analysis folder has no manifest"
+# ...but not once a user has put a file of their own into it.
+echo notes > vit/analysis/notes.txt
+expect_status 5 "not a biaslab analysis folder" "notes.txt" -- "$BIASLAB" analyze vit --images 4 --show 1
+[[ -s vit/analysis/notes.txt ]] || fail "analyze deleted a user's file"
+rm vit/analysis/notes.txt
+[[ -s vit/analysis/attention_maps_0.png && ! -e vit/analysis/attention_maps_2.png && -z $(compgen -G 'vit/.analysis.partial.*') ]] \
   || fail "the rerun left stale files: $(ls vit/analysis)"
 expect_status 2 "--images: expected at least 2" -- "$BIASLAB" analyze vit --images 1
 expect_status 2 "--checkpoint: 'worst'" -- "$BIASLAB" analyze vit --checkpoint worst
