@@ -312,7 +312,7 @@ TEST(Models, SinCosPositionsAreAFixedBuffer) {
   EXPECT_FALSE(none.pos_embed.defined());
 }
 
-TEST(Layers, DropPathDropsWholeSamplesOnlyInTraining) {
+TEST(ModelLayers, DropPathDropsWholeSamplesOnlyInTraining) {
   torch::manual_seed(0);
   DropPath dp(0.5);
   auto x = torch::ones({64, 3, 4});
@@ -326,7 +326,7 @@ TEST(Layers, DropPathDropsWholeSamplesOnlyInTraining) {
   EXPECT_TRUE(torch::equal(dp(x), x));
 }
 
-TEST(Layers, LayerScaleGain) {
+TEST(ModelLayers, LayerScaleGain) {
   TransformerBlock b(TransformerBlockOptions(8, 2).layer_scale_init(1e-4));
   auto params = b->named_parameters();
   ASSERT_NE(params.find("ls1.gamma"), nullptr);
