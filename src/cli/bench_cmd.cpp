@@ -23,6 +23,7 @@
 #include "engine/memory_budget.h"
 #include "engine/memory_format.h"
 #include "engine/precision.h"
+#include "engine/run_context.h"
 #include "models/registry.h"
 #include "models/summary.h"
 
@@ -53,10 +54,10 @@ json compute_json(const Rate& r, double flops_per_image, double peak) {
 void run_bench(const Args& a) {
   Config cfg = load_config(a.config, a.sets);
   const std::set<std::string> only(a.only.begin(), a.only.end());
-  const c10::Device device = select_device(cfg.runtime.device);
-  cfg.train.precision = resolve_precision(cfg.train.precision, device);
-  require_precision_device(cfg.train.precision, device, "use bf16 on the CPU");
-  const int threads = set_threads(int(cfg.runtime.threads));
+  const RunContext ctx = process_context(cfg, "use bf16 on the CPU");
+  const c10::Device device = ctx.device;
+  cfg.train.precision = ctx.precision;
+  const int threads = ctx.threads;
   check_memory_budget(cfg, /*activations_in_host_memory=*/!device.is_cuda());
   if (!a.settings.trace.empty()) {
     if (!only.count("train")) throw ConfigError("--trace records training steps: --only must include train");

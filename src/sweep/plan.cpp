@@ -2,13 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include <sstream>
-
 #include "config/loader.h"
 #include "core/errors.h"
 #include "core/fs.h"
 #include "core/input_file.h"
 #include "core/output_folder.h"
+#include "core/text_diff.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -31,13 +30,8 @@ json plan_json(const Plan& plan) {
 }
 
 std::string first_difference(const std::string& a, const std::string& b) {
-  std::istringstream sa(a), sb(b);
-  std::string la, lb;
-  while (true) {
-    const bool ga = bool(std::getline(sa, la)), gb = bool(std::getline(sb, lb));
-    if (!ga && !gb) return "";
-    if (!ga || !gb || la != lb) return "was '" + (ga ? la : "") + "', now '" + (gb ? lb : "") + "'";
-  }
+  const LineDifference d = first_line_difference(a, b);
+  return d.found ? "was '" + d.a + "', now '" + d.b + "'" : "";
 }
 
 }  // namespace
