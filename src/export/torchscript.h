@@ -5,6 +5,9 @@
 // `forward` written in TorchScript from aten builtins (torch.linear, torch.conv2d, ...)
 // for its configuration. Modules with the same code and member layout share one class
 // (Linear, Conv2d, Block, ...), so the archive's code reads like hand-written modules.
+// Each module writes its own TorchScript (export/scriptable.h: biaslab's layers and models
+// in a <file>_script.cpp beside their forward; LibTorch's in export/torch_nn_script.cpp);
+// the module walk and the classes are export/script_builder.h's.
 //
 // The translation is of the model in eval mode, in float32: dropout, drop-path and
 // BatchNorm's batch statistics are training-only and have no counterpart.

@@ -8,6 +8,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "export/scriptable.h"
+
 namespace biaslab {
 
 struct AttentionOptions {
@@ -53,12 +55,13 @@ struct AttentionOptions {
 /// neighbourhood on a grid x grid patch grid after `prefix` global tokens.
 torch::Tensor local_attention_mask(int64_t grid, int64_t window, int64_t prefix);
 
-class AttentionImpl : public torch::nn::Cloneable<AttentionImpl> {
+class AttentionImpl : public torch::nn::Cloneable<AttentionImpl>, public Scriptable {
  public:
   explicit AttentionImpl(const AttentionOptions& options);
   void reset() override;
   /// x: (B, N, C) -> (B, N, C)
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
   /// The attention weights (B, heads, N, N) of the last forward call, kept only
   /// when keep_attention(true) was set (analysis); undefined otherwise.
   torch::Tensor last_attention() const { return last_attn_; }

@@ -10,6 +10,8 @@
 
 #include <vector>
 
+#include "export/scriptable.h"
+
 namespace biaslab {
 
 struct ConvTokenizerOptions {
@@ -22,12 +24,13 @@ struct ConvTokenizerOptions {
   TORCH_ARG(int64_t, kernel_size) = 3;
 };
 
-class ConvTokenizerImpl : public torch::nn::Cloneable<ConvTokenizerImpl> {
+class ConvTokenizerImpl : public torch::nn::Cloneable<ConvTokenizerImpl>, public Scriptable {
  public:
   explicit ConvTokenizerImpl(const ConvTokenizerOptions& options);
   void reset() override;
   /// (B, in_chans, H, W) -> (B, widths.back(), feature_size(H), feature_size(W))
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
   int64_t num_features() const { return options.widths().back(); }
   /// Side of the output map for an input side `image_size` (each pooling rounds up).
   int64_t feature_size(int64_t image_size) const;

@@ -4,6 +4,8 @@
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
 
+#include "export/scriptable.h"
+
 namespace biaslab {
 
 class DropPathImpl : public torch::nn::Cloneable<DropPathImpl> {
@@ -17,11 +19,12 @@ TORCH_MODULE(DropPath);
 
 /// Per-channel learnable gain on a residual branch (LayerScale, Touvron et al. 2021,
 /// CaiT, arXiv:2103.17239); parameter `gamma`, initialised to `init`.
-class LayerScaleImpl : public torch::nn::Cloneable<LayerScaleImpl> {
+class LayerScaleImpl : public torch::nn::Cloneable<LayerScaleImpl>, public Scriptable {
  public:
   LayerScaleImpl(int64_t dim, double init) : dim(dim), init(init) { reset(); }
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x) { return x * gamma; }
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
   int64_t dim;
   double init;
   torch::Tensor gamma;

@@ -6,6 +6,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include "export/scriptable.h"
+
 namespace biaslab {
 
 struct MlpOptions {
@@ -19,12 +21,13 @@ struct MlpOptions {
   TORCH_ARG(double, drop) = 0.0;
 };
 
-class MlpImpl : public torch::nn::Cloneable<MlpImpl> {
+class MlpImpl : public torch::nn::Cloneable<MlpImpl>, public Scriptable {
  public:
   explicit MlpImpl(const MlpOptions& options);
   void reset() override;
   /// x: (..., in_features) -> (..., in_features)
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
 
   MlpOptions options;
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};

@@ -8,6 +8,8 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/pimpl.h>
 
+#include "export/scriptable.h"
+
 namespace biaslab {
 
 struct PatchEmbedOptions {
@@ -26,12 +28,13 @@ struct PatchEmbedOptions {
   TORCH_ARG(torch::nn::AnyModule, backbone);
 };
 
-class PatchEmbedImpl : public torch::nn::Cloneable<PatchEmbedImpl> {
+class PatchEmbedImpl : public torch::nn::Cloneable<PatchEmbedImpl>, public Scriptable {
  public:
   explicit PatchEmbedImpl(const PatchEmbedOptions& options);
   void reset() override;
   /// Image (through the backbone, if any) to tokens.
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
   /// The projection alone: map (B, in_chans, img_size, img_size) to tokens.
   torch::Tensor project(const torch::Tensor& map);
   int64_t grid_size() const { return options.img_size() / options.patch_size(); }

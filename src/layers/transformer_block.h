@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "export/scriptable.h"
 #include "layers/attention.h"
 #include "layers/drop_path.h"
 #include "layers/mlp.h"
@@ -50,12 +51,13 @@ struct TransformerBlockOptions {
   TORCH_ARG(bool, rezero) = false;
 };
 
-class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
+class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl>, public Scriptable {
  public:
   explicit TransformerBlockImpl(const TransformerBlockOptions& options);
   void reset() override;
   /// x: (B, N, C) -> (B, N, C)
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
 
   TransformerBlockOptions options;
   torch::nn::AnyModule norm1, norm2;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "export/scriptable.h"
 #include "models/classifier.h"
 
 namespace biaslab {
@@ -35,11 +36,12 @@ struct BasicBlockOptions {
 };
 
 /// conv3x3-norm-ReLU-conv3x3-norm, plus the (projected) input when residual, then ReLU.
-class BasicBlockImpl : public torch::nn::Cloneable<BasicBlockImpl> {
+class BasicBlockImpl : public torch::nn::Cloneable<BasicBlockImpl>, public Scriptable {
  public:
   explicit BasicBlockImpl(const BasicBlockOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
 
   BasicBlockOptions options;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
@@ -50,13 +52,14 @@ TORCH_MODULE(BasicBlock);
 
 /// 1x1 (reduce) - 3x3 (stride) - 1x1 (expand x4) with norms, plus the (projected)
 /// input when residual, then ReLU (torchvision's ResNet v1.5 Bottleneck).
-class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
+class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl>, public Scriptable {
  public:
   static constexpr int64_t kExpansion = 4;
   /// options.out_channels is the bottleneck width; the block outputs 4x that.
   explicit BottleneckImpl(const BasicBlockOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
 
   BasicBlockOptions options;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
@@ -90,10 +93,11 @@ struct ResNetOptions {
   TORCH_ARG(bool, residual) = true;
 };
 
-class ResNetImpl : public Classifier {
+class ResNetImpl : public Classifier, public Scriptable {
  public:
   explicit ResNetImpl(const ResNetOptions& options);
   torch::Tensor forward(const torch::Tensor& x) override;
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
   /// stem (conv1, bn1, ReLU, maxpool), layer1..N, head (pool, fc; without fc or
   /// global_pool only what forward does).
   std::vector<Stage> stages() override;

@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "export/scriptable.h"
 #include "layers/patch_embed.h"
 #include "models/classifier.h"
 
@@ -65,10 +66,11 @@ struct ViTOptions {
   TORCH_ARG(bool, rezero) = false;
 };
 
-class ViTImpl : public Classifier {
+class ViTImpl : public Classifier, public Scriptable {
  public:
   explicit ViTImpl(const ViTOptions& options);
   torch::Tensor forward(const torch::Tensor& x) override;
+  torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
   /// Tokens after the final norm: (B, N(+1), D).
   torch::Tensor forward_features(const torch::Tensor& x);
   /// Pooled features: (B, D).
