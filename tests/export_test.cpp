@@ -7,6 +7,7 @@
 #include "export/archive.h"
 #include "export/torchscript.h"
 #include "models/registry.h"
+#include "models/vit.h"
 #include "test_util.h"
 
 using namespace biaslab;
@@ -168,6 +169,29 @@ TEST(Export, WrongInputShapeIsAClearError) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("expected images of shape (B, 3, 16, 16)"), std::string::npos) << e.what();
   }
+}
+
+// A module without a translation, or a configuration the translation does not cover, is an
+// error naming where it sits in the model.
+TEST(Export, UntranslatableModuleIsAnErrorNamingItsPath) {
+  namespace nn = torch::nn;
+  const Config cfg = case_config({"vit", "vit_lite_p4", {}});
+  auto vit_with = [](nn::AnyModule backbone) {
+    return std::make_shared<ViTImpl>(ViTOptions(16, 4, 5).embed_dim(16).depth(1).num_heads(4).backbone(std::move(backbone))
+                                         .backbone_size(16).backbone_channels(3));
+  };
+  auto error_of = [&](const std::shared_ptr<ViTImpl>& model) {
+    try {
+      to_torchscript(*model, metadata(cfg));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(vit_with(nn::AnyModule(nn::Dropout()))),
+            "export: no TorchScript translation for the module 'patch_embed.backbone' of type torch::nn::DropoutImpl");
+  EXPECT_EQ(error_of(vit_with(nn::AnyModule(nn::Conv2d(nn::Conv2dOptions(3, 3, 3).padding(1).padding_mode(torch::kReflect))))),
+            "export: patch_embed.backbone: only explicit zero padding is translated");
 }
 
 // Python's torch.jit.load runs the archive of every family and knob value and gives the
