@@ -1,6 +1,6 @@
 #pragma once
-// Reading YAML documents with biaslab's bounds (for config/loader.cpp and sweep/spec.cpp,
-// the two translation units that include yaml-cpp): a file must be a regular file of at
+// Reading YAML documents with biaslab's bounds (for config/ and sweep/spec.cpp, the only
+// places that include yaml-cpp, with config/flat.h): a file must be a regular file of at
 // most kMaxConfigFileBytes, and its document at most kMaxYamlValues values once aliases
 // are expanded. Violations and syntax errors are ConfigErrors naming the file (and line).
 #include <yaml-cpp/yaml.h>

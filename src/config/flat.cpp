@@ -1,0 +1,24 @@
+#include "config/flat.h"
+
+#include "core/errors.h"
+
+namespace biaslab::config_detail {
+
+std::string show(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsNull()) return "null";
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  return e.c_str();
+}
+
+[[noreturn]] void fail(const Entry& e, const std::string& key, const std::string& message) {
+  throw ConfigError(e.where() + ": " + key + ": " + message);
+}
+
+std::string where_or_default(const Flat& merged, const std::string& key) {
+  auto it = merged.find(key);
+  return it == merged.end() ? "(default)" : it->second.where();
+}
+
+}  // namespace biaslab::config_detail
