@@ -12,6 +12,7 @@
 #include "core/input_file.h"
 #include "core/output_folder.h"
 #include "plot/chart.h"
+#include "sweep/values.h"
 
 namespace fs = std::filesystem;
 
@@ -26,14 +27,6 @@ std::string value_of(const PlannedRun& run, const std::string& key) {
   return "";
 }
 
-bool numeric(const std::string& s, double* out = nullptr) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0') return false;
-  if (out) *out = v;
-  return true;
-}
-
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
@@ -43,13 +36,6 @@ std::string csv_cell(const std::string& s) {
 
 std::string num(double v, const char* format = "{:.6g}") {
   return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : "";
-}
-
-// A value as part of a file name (and a Markdown link): no '/', spaces or brackets.
-std::string file_part(const std::string& value) {
-  std::string out;
-  for (char c : value) out += std::isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-' || c == '+' ? c : '-';
-  return out;
 }
 
 std::string pct(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", 100 * v) : "n/a"; }
@@ -173,7 +159,7 @@ std::string verdict(const Plan& plan, const Grouping& g) {
     auto xs = distinct(g, x_at);
     std::sort(xs.begin(), xs.end(), [](const auto& a, const auto& b) {
       double va = 0, vb = 0;
-      return numeric(a[0], &va) && numeric(b[0], &vb) ? va < vb : a[0] < b[0];
+      return parse_number(a[0], &va) && parse_number(b[0], &vb) ? va < vb : a[0] < b[0];
     });
     std::string previous_leader;
     std::vector<std::string> rankings;
@@ -344,7 +330,7 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
   if (!g.x.empty()) {
     xs = distinct(g, x_at);
     bool all_numeric = true;
-    for (const auto& x : xs) all_numeric = all_numeric && numeric(x[0]);
+    for (const auto& x : xs) all_numeric = all_numeric && parse_number(x[0]);
     if (all_numeric) {
       std::sort(xs.begin(), xs.end(), [](const auto& a, const auto& b) { return std::stod(a[0]) < std::stod(b[0]); });
       // Size keys are drawn against the number of training images.

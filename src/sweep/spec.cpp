@@ -3,12 +3,12 @@
 #include "config/yaml_io.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "core/errors.h"
 #include "core/fs.h"
+#include "sweep/values.h"
 
 namespace fs = std::filesystem;
 
@@ -70,32 +70,11 @@ std::vector<std::string> read_values(const Reader& r, const YAML::Node& key, con
   return values;
 }
 
-// Short, filesystem-safe text for a value in a run name.
-std::string name_part(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    const bool keep = std::isalnum((unsigned char)c) || c == '.' || c == '_' || c == '+' || c == '-';
-    if (keep) out += c;
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "none" : out;
-}
-
 }  // namespace
 
 std::string last_component(const std::string& key) {
   const auto dot = key.rfind('.');
   return dot == std::string::npos ? key : key.substr(dot + 1);
-}
-
-bool same_value(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  char* end_a = nullptr;
-  char* end_b = nullptr;
-  const double x = std::strtod(a.c_str(), &end_a);
-  const double y = std::strtod(b.c_str(), &end_b);
-  return !a.empty() && !b.empty() && *end_a == '\0' && *end_b == '\0' && x == y;
 }
 
 bool is_replicate_key(const std::string& key) {

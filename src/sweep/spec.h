@@ -70,7 +70,4 @@ bool is_replicate_key(const std::string& key);
 /// The last component of a dotted key ("data.train_fraction" -> "train_fraction").
 std::string last_component(const std::string& key);
 
-/// Two YAML scalars denote the same value (numbers compared as numbers).
-bool same_value(const std::string& a, const std::string& b);
-
 }  // namespace biaslab::sweep
