@@ -15,6 +15,9 @@ namespace fs = std::filesystem;
 namespace biaslab::sweep {
 namespace {
 
+// Reading YAML values (kept together): where a node stands, its text, dotted keys,
+// `set` mappings and lists of swept values.
+
 struct Reader {
   std::string file;
   std::string where(const YAML::Node& n) const {
@@ -84,9 +87,8 @@ bool is_replicate_key(const std::string& key) {
 
 namespace {
 
-SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
-  const Reader r{file.string()};
-  if (!doc.IsMap()) throw ConfigError(file.string() + ": a sweep file is a mapping with base, grid, ... (see README)");
+// The top-level keys: each known, none twice.
+void check_top_keys(const Reader& r, const YAML::Node& doc) {
   static const std::vector<std::string> kTop = {"name", "base", "set", "grid", "zip", "variants", "overrides", "report",
                                                 "max_runs"};
   std::set<std::string> top_seen;
@@ -97,8 +99,10 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
       r.fail(kv.first, "unknown sweep key '" + k +
                            "'; expected one of: name, base, set, grid, zip, variants, overrides, report, max_runs");
   }
-  SweepSpec spec;
-  spec.file = file;
+}
+
+// name (default: the file's stem) and max_runs.
+void read_name_and_limit(const Reader& r, const fs::path& file, const YAML::Node& doc, SweepSpec& spec) {
   spec.name = doc["name"] ? doc["name"].as<std::string>() : file.stem().string();
   if (spec.name.empty() || spec.name == "." || spec.name == ".." || name_part(spec.name) != spec.name)
     throw ConfigError(r.file + ": name '" + spec.name + "' must use only letters, digits, '.', '_', '+', '-'");
@@ -108,7 +112,10 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
       r.fail(m, "max_runs: expected a positive integer, got '" + m.as<std::string>("?") + "'");
     spec.max_runs = v;
   }
+}
 
+// base: a config file (relative to the sweep file) or an inline config mapping.
+void read_base(const Reader& r, const fs::path& file, const YAML::Node& doc, SweepSpec& spec) {
   const YAML::Node base = doc["base"];
   if (!base) throw ConfigError(r.file + ": missing 'base' (the config every run starts from: a path or a mapping)");
   if (base.IsScalar()) {
@@ -126,17 +133,24 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
   } else {
     r.fail(base, "base: expected a config file path or a config mapping");
   }
+}
 
-  if (doc["set"]) spec.set = read_set(r, doc["set"], "set");
-  std::set<std::string> seen;
-  auto claim = [&](const YAML::Node& key) {
+// The axes of the grid, zip and variants sections. `swept` gathers every swept key and
+// variants axis name, so that none is swept twice.
+struct AxisReader {
+  const Reader& r;
+  SweepSpec& spec;
+  std::set<std::string> swept;
+
+  void claim(const YAML::Node& key) {
     check_key(r, key);
     const std::string k = key.as<std::string>();
-    if (!seen.insert(k).second) r.fail(key, "'" + k + "' is swept twice (grid and zip keys must be distinct)");
+    if (!swept.insert(k).second) r.fail(key, "'" + k + "' is swept twice (grid and zip keys must be distinct)");
     for (const auto& [fixed, v] : spec.set)
       if (fixed == k) r.fail(key, "'" + k + "' is both in set: and swept");
-  };
-  auto read_grid = [&](const YAML::Node& grid) {
+  }
+
+  void grid(const YAML::Node& grid) {
     if (!grid.IsMap()) r.fail(grid, "grid: expected a mapping of dotted keys to lists of values");
     for (const auto& kv : grid) {
       claim(kv.first);
@@ -145,8 +159,9 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
       for (auto& v : read_values(r, kv.first, kv.second, "grid")) axis.points.push_back({v});
       spec.axes.push_back(std::move(axis));
     }
-  };
-  auto read_zip = [&](const YAML::Node& zip) {
+  }
+
+  void zip(const YAML::Node& zip) {
     if (!zip.IsSequence()) r.fail(zip, "zip: expected a list of groups, each a mapping of keys to equally long lists");
     for (const auto& group : zip) {
       if (!group.IsMap() || group.size() == 0) r.fail(group, "zip: each group is a mapping of keys to equally long lists");
@@ -168,8 +183,9 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
       }
       spec.axes.push_back(std::move(axis));
     }
-  };
-  auto read_variants = [&](const YAML::Node& variants) {
+  }
+
+  void variants(const YAML::Node& variants) {
     if (!variants.IsMap())
       r.fail(variants, "variants: expected {AXIS: {LABEL: {dotted.key: value, ...}, ...}}, e.g. "
                        "{model: {cnn: {model.preset: resnet20}, vit: {model.preset: vit_lite_p4}}}");
@@ -177,7 +193,7 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
       const std::string axis_name = kv.first.as<std::string>();
       if (axis_name.empty() || axis_name.find('.') != std::string::npos || name_part(axis_name) != axis_name)
         r.fail(kv.first, "variants: axis name '" + axis_name + "' must be a plain word (no dots)");
-      if (!seen.insert(axis_name).second) r.fail(kv.first, "'" + axis_name + "' is swept twice");
+      if (!swept.insert(axis_name).second) r.fail(kv.first, "'" + axis_name + "' is swept twice");
       if (!kv.second.IsMap() || kv.second.size() == 0)
         r.fail(kv.second, "variants." + axis_name + ": expected a mapping of labels to override mappings");
       Axis axis;
@@ -191,85 +207,113 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
       }
       spec.axes.push_back(std::move(axis));
     }
-  };
-  // Axes in the order the sections appear in the file.
+  }
+};
+
+// Reads the axes in the order their sections appear in the file; returns the swept keys.
+std::set<std::string> read_axes(const Reader& r, const YAML::Node& doc, SweepSpec& spec) {
+  AxisReader axes{r, spec, {}};
   for (const auto& kv : doc) {
     const std::string section = kv.first.as<std::string>();
-    if (section == "grid") read_grid(kv.second);
-    if (section == "zip") read_zip(kv.second);
-    if (section == "variants") read_variants(kv.second);
+    if (section == "grid") axes.grid(kv.second);
+    if (section == "zip") axes.zip(kv.second);
+    if (section == "variants") axes.variants(kv.second);
   }
   if (spec.axes.empty()) throw ConfigError(r.file + ": nothing to sweep: give grid:, zip: and/or variants:");
   // A variant may not set a key another axis sweeps (which one would win?).
   for (const auto& axis : spec.axes)
     for (size_t i = 0; i < axis.variant_sets.size(); ++i)
       for (const auto& [k, value] : axis.variant_sets[i])
-        if (seen.count(k))
+        if (axes.swept.count(k))
           throw ConfigError(r.file + ": variants." + axis.keys.front() + "." + axis.points[i].front() + ": '" + k +
                             "' is swept by grid or zip");
-  // Axis values by key, for checking `when` and `report`.
-  std::map<std::string, const Axis*> axis_of;
+  return std::move(axes.swept);
+}
+
+// Axis values by key, for checking `when` and `report`.
+using AxisOf = std::map<std::string, const Axis*>;
+
+// One `when` condition of an override: a swept key and values that occur on its axis.
+std::pair<std::string, std::vector<std::string>> read_when(const Reader& r, const YAML::Node& key,
+                                                           const YAML::Node& value, const std::set<std::string>& swept,
+                                                           const AxisOf& axis_of) {
+  const std::string k = key.as<std::string>();
+  if (!swept.count(k)) r.fail(key, "overrides: when: '" + k + "' is not a swept key");
+  std::vector<std::string> values;
+  if (value.IsSequence())
+    for (const auto& v : value) values.push_back(value_text(v));
+  else
+    values.push_back(value_text(value));
+  // Every value must occur on the key's axis: a typo would silently match nothing.
+  const Axis& axis = *axis_of.at(k);
+  const size_t column = size_t(std::find(axis.keys.begin(), axis.keys.end(), k) - axis.keys.begin());
+  for (const auto& v : values) {
+    const bool found = std::any_of(axis.points.begin(), axis.points.end(),
+                                   [&](const auto& point) { return same_value(point[column], v); });
+    if (!found) r.fail(value, "overrides: when: " + k + " is never '" + v + "' in this sweep");
+  }
+  return {k, values};
+}
+
+void read_overrides(const Reader& r, const YAML::Node& ov, const std::set<std::string>& swept, const AxisOf& axis_of,
+                    SweepSpec& spec) {
+  if (!ov.IsSequence()) r.fail(ov, "overrides: expected a list of {when: {key: value(s)}, set: {key: value}}");
+  for (const auto& item : ov) {
+    if (!item.IsMap() || !item["when"] || !item["set"] || item.size() != 2)
+      r.fail(item, "overrides: each entry is {when: {key: value or [values]}, set: {key: value, ...}}");
+    ConditionalSet c;
+    if (!item["when"].IsMap() || item["when"].size() == 0)
+      r.fail(item["when"], "overrides: when: expected a mapping of swept keys to a value or a list of values");
+    for (const auto& kv : item["when"]) c.when.push_back(read_when(r, kv.first, kv.second, swept, axis_of));
+    c.set = read_set(r, item["set"], "overrides: set");
+    for (const auto& [k, v] : c.set)
+      if (swept.count(k)) r.fail(item["set"], "overrides: set: '" + k + "' is swept; an override cannot change it");
+    spec.overrides.push_back(std::move(c));
+  }
+}
+
+void read_report(const Reader& r, const YAML::Node& rep, const std::set<std::string>& swept, const AxisOf& axis_of,
+                 SweepSpec& spec) {
+  if (!rep.IsMap()) r.fail(rep, "report: expected {metric: ..., x: KEY, series: KEY}");
+  for (const auto& kv : rep) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string v = kv.second.as<std::string>();
+    if (k == "metric") {
+      const bool accuracy = v.size() > 4 && v.compare(v.size() - 4, 4, "_acc") == 0;
+      if ((v.rfind("final.", 0) != 0 && v.rfind("best.", 0) != 0) || !accuracy)
+        r.fail(kv.second, "report.metric: expected final.<accuracy> or best.<accuracy> from summary.json "
+                          "(final.test_acc, best.val_acc, final.ema_test_acc, ...), got '" + v + "'");
+      spec.report.metric = v;
+    } else if (k == "x" || k == "series") {
+      if (!swept.count(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is not a swept key");
+      if (axis_of.at(v)->keys.front() != v)
+        r.fail(kv.second, "report." + k + ": '" + v + "' varies with '" + axis_of.at(v)->keys.front() +
+                              "' in a zip group; name the group's first key");
+      if (is_replicate_key(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is a seed; the report averages over seeds");
+      (k == "x" ? spec.report.x : spec.report.series) = v;
+    } else {
+      r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series");
+    }
+  }
+  if (!spec.report.x.empty() && spec.report.x == spec.report.series)
+    throw ConfigError(r.file + ": report.x and report.series name the same key");
+}
+
+SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
+  const Reader r{file.string()};
+  if (!doc.IsMap()) throw ConfigError(file.string() + ": a sweep file is a mapping with base, grid, ... (see README)");
+  check_top_keys(r, doc);
+  SweepSpec spec;
+  spec.file = file;
+  read_name_and_limit(r, file, doc, spec);
+  read_base(r, file, doc, spec);
+  if (doc["set"]) spec.set = read_set(r, doc["set"], "set");
+  const std::set<std::string> swept = read_axes(r, doc, spec);
+  AxisOf axis_of;
   for (const auto& axis : spec.axes)
     for (const auto& k : axis.keys) axis_of[k] = &axis;
-
-  if (const YAML::Node ov = doc["overrides"]) {
-    if (!ov.IsSequence()) r.fail(ov, "overrides: expected a list of {when: {key: value(s)}, set: {key: value}}");
-    for (const auto& item : ov) {
-      if (!item.IsMap() || !item["when"] || !item["set"] || item.size() != 2)
-        r.fail(item, "overrides: each entry is {when: {key: value or [values]}, set: {key: value, ...}}");
-      ConditionalSet c;
-      if (!item["when"].IsMap() || item["when"].size() == 0)
-        r.fail(item["when"], "overrides: when: expected a mapping of swept keys to a value or a list of values");
-      for (const auto& kv : item["when"]) {
-        const std::string k = kv.first.as<std::string>();
-        if (!seen.count(k)) r.fail(kv.first, "overrides: when: '" + k + "' is not a swept key");
-        std::vector<std::string> values;
-        if (kv.second.IsSequence())
-          for (const auto& v : kv.second) values.push_back(value_text(v));
-        else
-          values.push_back(value_text(kv.second));
-        // Every value must occur on the key's axis: a typo would silently match nothing.
-        const Axis& axis = *axis_of.at(k);
-        const size_t column = size_t(std::find(axis.keys.begin(), axis.keys.end(), k) - axis.keys.begin());
-        for (const auto& v : values) {
-          const bool found = std::any_of(axis.points.begin(), axis.points.end(),
-                                         [&](const auto& point) { return same_value(point[column], v); });
-          if (!found) r.fail(kv.second, "overrides: when: " + k + " is never '" + v + "' in this sweep");
-        }
-        c.when.emplace_back(k, values);
-      }
-      c.set = read_set(r, item["set"], "overrides: set");
-      for (const auto& [k, v] : c.set)
-        if (seen.count(k)) r.fail(item["set"], "overrides: set: '" + k + "' is swept; an override cannot change it");
-      spec.overrides.push_back(std::move(c));
-    }
-  }
-
-  if (const YAML::Node rep = doc["report"]) {
-    if (!rep.IsMap()) r.fail(rep, "report: expected {metric: ..., x: KEY, series: KEY}");
-    for (const auto& kv : rep) {
-      const std::string k = kv.first.as<std::string>();
-      const std::string v = kv.second.as<std::string>();
-      if (k == "metric") {
-        const bool accuracy = v.size() > 4 && v.compare(v.size() - 4, 4, "_acc") == 0;
-        if ((v.rfind("final.", 0) != 0 && v.rfind("best.", 0) != 0) || !accuracy)
-          r.fail(kv.second, "report.metric: expected final.<accuracy> or best.<accuracy> from summary.json "
-                            "(final.test_acc, best.val_acc, final.ema_test_acc, ...), got '" + v + "'");
-        spec.report.metric = v;
-      } else if (k == "x" || k == "series") {
-        if (!seen.count(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is not a swept key");
-        if (axis_of.at(v)->keys.front() != v)
-          r.fail(kv.second, "report." + k + ": '" + v + "' varies with '" + axis_of.at(v)->keys.front() +
-                                "' in a zip group; name the group's first key");
-        if (is_replicate_key(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is a seed; the report averages over seeds");
-        (k == "x" ? spec.report.x : spec.report.series) = v;
-      } else {
-        r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series");
-      }
-    }
-    if (!spec.report.x.empty() && spec.report.x == spec.report.series)
-      throw ConfigError(r.file + ": report.x and report.series name the same key");
-  }
+  if (const YAML::Node ov = doc["overrides"]) read_overrides(r, ov, swept, axis_of, spec);
+  if (const YAML::Node rep = doc["report"]) read_report(r, rep, swept, axis_of, spec);
   return spec;
 }
 
