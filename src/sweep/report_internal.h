@@ -1,0 +1,57 @@
+#pragma once
+// The parts of `biaslab report` (sweep/report.h) shared by report.cpp (grouping, the
+// files and the page), report_tables.cpp (results.csv, summary.csv and the Markdown
+// table), report_plots.cpp and report_verdict.cpp. Not part of the sweep API.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sweep/report.h"
+
+namespace biaslab::sweep::detail {
+
+/// Keys of the data-size axis (drawn against the number of training images).
+bool is_size_key(const std::string& key);
+
+/// The value `run` has for a swept key ("" when the key is not swept).
+std::string value_of(const PlannedRun& run, const std::string& key);
+
+/// A fraction as a percentage with two decimals ("n/a" when not finite).
+std::string pct(double v);
+
+/// "preset=vit_lite_p4, norm=none" (or the bare value for one key).
+std::string label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+
+/// "final.test_acc" -> "final test accuracy"
+std::string metric_name(const std::string& metric);
+
+/// Indices of `keys` within `all`.
+std::vector<size_t> positions(const std::vector<std::string>& all, const std::vector<std::string>& keys);
+
+/// The values at `at`.
+std::vector<std::string> pick(const std::vector<std::string>& values, const std::vector<size_t>& at);
+
+/// The series keys: group keys except x, with report.series first.
+std::vector<std::string> series_keys(const Plan& plan, const Grouping& g);
+
+/// Distinct values of the group keys at `at`, in first-appearance order.
+std::vector<std::vector<std::string>> distinct(const Grouping& g, const std::vector<size_t>& at);
+
+/// The group whose values at `at_a` are `a` and at `at_b` are `b`, or nullptr.
+const Group* find_group(const Grouping& g, const std::vector<size_t>& at_a, const std::vector<std::string>& a,
+                        const std::vector<size_t>& at_b, const std::vector<std::string>& b);
+
+/// results.csv: one row per planned run.
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results);
+
+/// One row per configuration: summary.csv and the Markdown table of summary.md.
+struct SummaryTables {
+  std::string csv;
+  std::string markdown;
+};
+SummaryTables summary_tables(const Plan& plan, const Grouping& g);
+
+/// Draws the report's plots into `dir`; their file names, in the order drawn.
+std::vector<std::string> draw_plots(const Plan& plan, const Grouping& g, const std::filesystem::path& dir);
+
+}  // namespace biaslab::sweep::detail

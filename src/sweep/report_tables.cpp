@@ -1,0 +1,77 @@
+// results.csv, summary.csv and the Markdown table of `biaslab report`.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "sweep/report_internal.h"
+
+namespace biaslab::sweep::detail {
+namespace {
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string num(double v, const char* format = "{:.6g}") {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : "";
+}
+
+}  // namespace
+
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results) {
+  std::string csv = "run";
+  for (const auto& k : plan.keys) csv += "," + csv_cell(k);
+  csv += ",state,family,preset,parameters,flops_per_image,train_size,images_seen,steps,epochs," +
+         csv_cell(plan.report.metric) +
+         ",final_test_acc,final_test_loss,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason\n";
+  for (const auto& r : results) {
+    csv += csv_cell(r.run->name);
+    for (const auto& k : plan.keys) csv += "," + csv_cell(value_of(*r.run, k));
+    csv += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.state, r.family, r.preset,
+                       r.complete ? std::to_string(r.parameters) : "", r.complete ? std::to_string(r.flops_per_image) : "",
+                       r.complete ? std::to_string(r.train_size) : "", r.complete ? std::to_string(r.images_seen) : "",
+                       r.complete ? std::to_string(r.steps) : "", r.complete ? std::to_string(r.epochs) : "",
+                       num(r.metric), num(r.final_test_acc), num(r.final_test_loss),
+                       r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
+                       num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
+  }
+  return csv;
+}
+
+SummaryTables summary_tables(const Plan& plan, const Grouping& g) {
+  const std::string m = plan.report.metric;
+  std::string scsv;
+  for (const auto& k : g.keys) scsv += csv_cell(k) + ",";
+  scsv += "family,train_size,n,planned," + m + "_mean," + m + "_sd," + m + "_ci95_low," + m + "_ci95_high\n";
+  std::string md = "| ";
+  for (const auto& k : g.keys) md += last_component(k) + " | ";
+  md += "family | train images | n | " + metric_name(m) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |\n|";
+  for (size_t i = 0; i < g.keys.size() + 7; ++i) md += "---|";
+  md += "\n";
+  for (const auto& grp : g.groups) {
+    const Stats& s = grp.stats;
+    for (const auto& v : grp.values) scsv += csv_cell(v) + ",";
+    const std::string size = s.n ? num(grp.train_size, "{:.0f}") : "";
+    int failed = 0;
+    for (const RunResult* r : grp.runs) failed += r->state == "failed";
+    scsv += fmt::format("{},{},{},{},{},{},{},{}\n", grp.family, size, s.n, grp.runs.size(),
+                        s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "", s.n > 1 ? num(s.mean - s.ci95_half) : "",
+                        s.n > 1 ? num(s.mean + s.ci95_half) : "");
+    const RunResult* any = nullptr;
+    for (const RunResult* r : grp.runs)
+      if (r->complete) any = r;
+    md += "| ";
+    for (const auto& v : grp.values) md += v + " | ";
+    md += fmt::format("{} | {} | {}/{}{} | {} | {} | {} | {} |\n", grp.family, size, s.n, grp.runs.size(),
+                      failed ? fmt::format(" ({} failed)", failed) : "", s.n ? pct(s.mean) + (s.n > 1 ? " ± " + pct(s.sd) : "") : "n/a",
+                      s.n > 1 ? "[" + pct(s.mean - s.ci95_half) + ", " + pct(s.mean + s.ci95_half) + "]" : "",
+                      any ? fmt::format("{:.3f} M", any->parameters / 1e6) : "",
+                      any ? fmt::format("{:.1f}", any->flops_per_image / 1e6) : "");
+  }
+  return {scsv, md};
+}
+
+}  // namespace biaslab::sweep::detail
