@@ -24,10 +24,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 
-# Bottom to top. src/dist/ is being renamed src/distributed/: either name is `distributed`.
+# Bottom to top.
 LAYERS = ["core", "config", "data", "distributed", "plot", "layers", "models", "engine",
           "export", "analysis", "sweep", "cli"]
-ALIASES = {"dist": "distributed"}
+ALIASES = {}
 
 # Folder -> the folders it may include (its own is always allowed).
 ALLOWED = {

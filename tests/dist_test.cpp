@@ -9,9 +9,9 @@
 
 #include "core/errors.h"
 #include "core/runtime.h"
-#include "dist/communicator.h"
-#include "dist/env.h"
-#include "dist/launch.h"
+#include "distributed/communicator.h"
+#include "distributed/env.h"
+#include "distributed/launch.h"
 
 using namespace biaslab;
 using namespace biaslab::dist;

@@ -1,6 +1,6 @@
 // biaslab train -c CONFIG [--set k=v]... [--out DIR] [--force] [--print-config]
 // biaslab train --resume RUN_DIR [--set k=v]...
-// Either with --nproc N: N data-parallel ranks on this machine (dist/launch.h).
+// Either with --nproc N: N data-parallel ranks on this machine (distributed/launch.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include "cli/commands.h"
 #include "config/loader.h"
 #include "core/errors.h"
-#include "dist/env.h"
-#include "dist/launch.h"
+#include "distributed/env.h"
+#include "distributed/launch.h"
 #include "engine/experiment.h"
 
 namespace biaslab::cli {

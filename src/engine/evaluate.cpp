@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/runtime.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "engine/precision.h"
 
 namespace biaslab {

@@ -8,7 +8,7 @@
 #include "core/fs.h"
 #include "core/logging.h"
 #include "core/signals.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "engine/checkpoint.h"
 #include "engine/experiment_identity.h"
 #include "engine/memory_budget.h"

@@ -8,7 +8,7 @@
 #include "core/logging.h"
 #include "core/runtime.h"
 #include "core/text_diff.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "engine/precision.h"
 
 namespace biaslab {

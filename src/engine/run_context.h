@@ -8,7 +8,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "dist/env.h"
+#include "distributed/env.h"
 
 namespace biaslab {
 namespace dist {

@@ -6,7 +6,7 @@
 #include "core/fs.h"
 #include "core/logging.h"
 #include "core/text_diff.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "engine/experiment_identity.h"
 
 namespace biaslab {

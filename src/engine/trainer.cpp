@@ -17,7 +17,7 @@
 #include "engine/precision.h"
 #include "engine/progress.h"
 #include "engine/step.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace biaslab {
 using Clock = std::chrono::steady_clock;

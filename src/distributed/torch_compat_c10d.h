@@ -1,5 +1,5 @@
 #pragma once
-// c10d differences between LibTorch 1.13 and 2.x; included by dist/communicator.cpp only
+// c10d differences between LibTorch 1.13 and 2.x; included by distributed/communicator.cpp only
 // (the c10d headers need Gloo's and, for NCCL, CUDA's headers).
 #include <torch/version.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

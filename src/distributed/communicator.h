@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/env.h"
+#include "distributed/env.h"
 
 namespace biaslab::dist {
 

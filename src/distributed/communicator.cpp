@@ -1,4 +1,4 @@
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 #include <torch/torch.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "core/torch_compat.h"
-#include "core/torch_compat_c10d.h"
+#include "distributed/torch_compat_c10d.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>

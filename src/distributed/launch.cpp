@@ -1,4 +1,4 @@
-#include "dist/launch.h"
+#include "distributed/launch.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "core/errors.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 extern char** environ;
 
