@@ -1,11 +1,7 @@
 #include "sweep/executor.h"
 
 #include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 #include <spdlog/spdlog.h>
 
@@ -20,6 +16,7 @@ extern char** environ;
 #include "core/clock.h"
 #include "core/errors.h"
 #include "core/signals.h"
+#include "core/subprocess.h"
 #include "sweep/ledger.h"
 
 namespace fs = std::filesystem;
@@ -54,44 +51,28 @@ std::string format_duration(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 // Starts `argv` from the executable open at `exe_fd` (the binary this sweep started
-// with, even if a rebuild replaces the file meanwhile), output appended to `log`.
-pid_t spawn(int exe_fd, const std::vector<std::string>& argv, const fs::path& log) {
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(log.string() + ": cannot open run log: " + std::strerror(errno));
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // Prepared before fork: the child only makes system calls.
-  const std::string exec_error = "[error] cannot run " + argv.front() + "\n";
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    if (null_fd >= 0) ::close(null_fd);
-    throw Error(std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    // Own process group: a terminal's Ctrl-C reaches only the sweep, which forwards one
-    // SIGTERM; and if the sweep dies, the run is told to checkpoint and stop.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(75);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::fexecve(exe_fd, args.data(), environ);
-    if (::write(2, exec_error.data(), exec_error.size()) < 0) {
-    }
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also from this side, so the group exists before we might signal it
-  ::close(fd);
-  if (null_fd >= 0) ::close(null_fd);
-  return pid;
+// with, even if a rebuild replaces the file meanwhile), output appended to `log`. A run
+// whose sweep died before it was set up exits as interrupted (75).
+pid_t spawn(Supervisor& children, int exe_fd, const std::vector<std::string>& argv, const fs::path& log) {
+  const FdCloser out{::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
+  if (out.fd < 0) throw Error(log.string() + ": cannot open run log: " + std::strerror(errno));
+  const FdCloser null_in{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  ChildSpec spec;
+  spec.argv = argv;
+  spec.program_fd = exe_fd;
+  spec.stdin_fd = null_in.fd;
+  spec.output_fd = out.fd;
+  spec.exec_failure_message = "[error] cannot run " + argv.front() + "\n";
+  spec.orphaned_status = kExitInterrupted;
+  return children.spawn(spec);
 }
 
 // Waits (up to two minutes) for a process left by a dead sweep to finish its checkpoint.
@@ -102,6 +83,173 @@ void wait_for_exit(long pid, const std::string& run) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
+
+// Reconciles the ledger with the plan and the run directories; returns the runs to start
+// and counts those already done (or failed, unless retried) in `result`.
+std::deque<std::string> runs_to_start(const Layout& layout, const Plan& plan, const ExecOptions& options,
+                                      Ledger& ledger, ExecSummary& result) {
+  std::deque<std::string> queue;
+  for (const auto& run : plan.runs) {
+    LedgerEntry& e = ledger[run.name];
+    const bool has_summary = fs::exists(layout.run_dir(run.name) / "summary.json");
+    if (e.state == "running") {
+      // The caller holds the lock, so the sweep that recorded this is gone. Its run got
+      // SIGTERM from the parent-death signal and may still be writing its checkpoint.
+      spdlog::warn("{}: left 'running' by a sweep that died (pid {}); resuming it", run.name, e.pid);
+      wait_for_exit(e.pid, run.name);
+      e.state = "interrupted";
+      e.reason = "the sweep running it died";
+    }
+    if (options.restart.count(run.name)) e = LedgerEntry{};
+    if (has_summary && e.state == "failed") e.state = "done";  // completed since, e.g. by an emitted command
+    if (e.state == "done" && has_summary) {
+      ++result.done;
+    } else if (e.state == "failed" && !options.retry_failed) {
+      ++result.failed;
+    } else {
+      queue.push_back(run.name);
+    }
+  }
+  ledger.save();
+  return queue;
+}
+
+// The runs of one execute() call: at most `jobs` at a time, each a child process whose
+// end is recorded in the ledger.
+class RunPool {
+ public:
+  RunPool(const Layout& layout, const ExecOptions& options, int jobs, int threads, Ledger& ledger, ExecSummary& result,
+          std::deque<std::string> queue)
+      : layout_(layout), options_(options), jobs_(jobs), threads_(threads), ledger_(ledger), result_(result),
+        queue_(std::move(queue)), exe_{::open(options.exe.c_str(), O_RDONLY | O_CLOEXEC)} {
+    if (exe_.fd < 0) throw Error(options.exe + ": cannot open the biaslab executable: " + std::strerror(errno));
+  }
+  // On an error of the sweep itself (a full disk, say): stop the runs cleanly and
+  // record them as interrupted before reporting it.
+  ~RunPool() {
+    if (running_.empty()) return;
+    children_.signal_all(SIGTERM);
+    try {
+      while (children_.wait()) {
+      }
+    } catch (const std::exception&) {
+    }
+    for (const auto& [pid, r] : running_) {
+      LedgerEntry& e = ledger_[r.name];
+      e.state = "interrupted";
+      e.reason = "the sweep stopped on an error";
+      e.pid = 0;
+    }
+    try {
+      ledger_.save();
+    } catch (const std::exception&) {
+    }
+  }
+
+  void run() {
+    install_stop_handlers();
+    bool forwarded = false;
+    while (!queue_.empty() || !running_.empty()) {
+      if (stop_signal() && !forwarded) {
+        spdlog::warn("stopping: asking {} running run(s) to checkpoint; {} not started", running_.size(), queue_.size());
+        children_.signal_all(SIGTERM);
+        forwarded = true;
+        result_.stopped = true;
+        queue_.clear();
+      }
+      while (!stop_signal() && int(running_.size()) < jobs_ && !queue_.empty()) {
+        const std::string name = queue_.front();
+        queue_.pop_front();
+        start(name);
+      }
+      if (const auto exit = children_.wait(std::chrono::milliseconds(100))) finish(*exit);
+    }
+  }
+
+ private:
+  struct Running {
+    std::string name;
+    Clock::time_point start;
+  };
+
+  void start(const std::string& name) {
+    std::vector<std::string> argv = {options_.exe, "train", "-c", layout_.config(name).string(), "--out",
+                                     layout_.run_dir(name).string(), "--set", "runtime.threads=" + std::to_string(threads_)};
+    if (options_.restart.count(name)) argv.push_back("--force");
+    LedgerEntry& e = ledger_[name];
+    {
+      std::ofstream log(layout_.log(name), std::ios::app);
+      std::string cmd;
+      for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + quote(a);
+      log << "=== biaslab sweep: attempt " << e.attempts + 1 << " at " << now_iso8601() << ": " << cmd << "\n";
+    }
+    const pid_t pid = spawn(children_, exe_.fd, argv, layout_.log(name));
+    running_[pid] = Running{name, Clock::now()};
+    e.state = "running";
+    e.pid = pid;
+    e.attempts += 1;
+    e.started = now_iso8601();
+    e.reason.clear();
+    ledger_.save();
+    spdlog::info("start  {} ({})", name, progress());
+  }
+
+  void finish(const ChildExit& exit) {
+    auto it = running_.find(exit.pid);
+    if (it == running_.end()) return;
+    const Running r = it->second;
+    running_.erase(it);
+    const int code = exit.code();
+    const double seconds = std::chrono::duration<double>(Clock::now() - r.start).count();
+    LedgerEntry& e = ledger_[r.name];
+    e.exit_status = code;
+    e.finished = now_iso8601();
+    e.duration_s = seconds;
+    e.pid = 0;
+    const bool complete = code == 0 && fs::exists(layout_.run_dir(r.name) / "summary.json");
+    if (complete) {
+      e.state = "done";
+      ++result_.done;
+      finished_seconds_ += seconds;
+      ++finished_count_;
+      spdlog::info("done   {} in {} ({})", r.name, format_duration(seconds), progress());
+    } else if (code == kExitInterrupted || (result_.stopped && (code == 128 + SIGTERM || code == 128 + SIGINT))) {
+      e.state = "interrupted";
+      e.reason = describe_exit(code);
+      ++result_.interrupted;
+      spdlog::warn("interrupted {} after {}; rerun the sweep to resume it", r.name, format_duration(seconds));
+    } else {
+      e.state = "failed";
+      const std::string detail = last_error_line(layout_.log(r.name));
+      e.reason = code == 0 ? "exited 0 without writing summary.json" : describe_exit(code);
+      if (!detail.empty()) e.reason += ": " + detail;
+      ++result_.failed;
+      spdlog::error("failed {}: {} (log: {}) ({})", r.name, e.reason, layout_.log(r.name).string(), progress());
+    }
+    ledger_.save();
+  }
+
+  std::string progress() const {
+    const int left = int(queue_.size() + running_.size());
+    std::string eta;
+    if (finished_count_ > 0 && left > 0)
+      eta = ", ETA " + format_duration(finished_seconds_ / finished_count_ * left / std::min<int>(jobs_, left));
+    return fmt::format("{} done, {} failed{}, {} remaining{}", result_.done, result_.failed,
+                       result_.interrupted ? fmt::format(", {} interrupted", result_.interrupted) : "", left, eta);
+  }
+
+  const Layout& layout_;
+  const ExecOptions& options_;
+  const int jobs_, threads_;
+  Ledger& ledger_;
+  ExecSummary& result_;
+  std::deque<std::string> queue_;  // runs not started yet
+  const FdCloser exe_;
+  Supervisor children_;  // after exe_: its runs are reaped before the executable is closed
+  std::map<pid_t, Running> running_;
+  double finished_seconds_ = 0.0;
+  int finished_count_ = 0;
+};
 
 }  // namespace
 
@@ -147,152 +295,12 @@ ExecSummary execute(const Layout& layout, const Plan& plan, const ExecOptions& o
 
   Ledger ledger(layout.ledger());
   ExecSummary result;
-  std::deque<std::string> queue;
-  for (const auto& run : plan.runs) {
-    LedgerEntry& e = ledger[run.name];
-    const bool has_summary = fs::exists(layout.run_dir(run.name) / "summary.json");
-    if (e.state == "running") {
-      // The caller holds the lock, so the sweep that recorded this is gone. Its run got
-      // SIGTERM from the parent-death signal and may still be writing its checkpoint.
-      spdlog::warn("{}: left 'running' by a sweep that died (pid {}); resuming it", run.name, e.pid);
-      wait_for_exit(e.pid, run.name);
-      e.state = "interrupted";
-      e.reason = "the sweep running it died";
-    }
-    if (options.restart.count(run.name)) e = LedgerEntry{};
-    if (has_summary && e.state == "failed") e.state = "done";  // completed since, e.g. by an emitted command
-    if (e.state == "done" && has_summary) {
-      ++result.done;
-    } else if (e.state == "failed" && !options.retry_failed) {
-      ++result.failed;
-    } else {
-      queue.push_back(run.name);
-    }
-  }
-  ledger.save();
+  std::deque<std::string> queue = runs_to_start(layout, plan, options, ledger, result);
   const int total = int(plan.runs.size());
   spdlog::info("sweep {}: {} runs ({} done, {} failed{}, {} to run) in {}; {} job(s) x {} thread(s)", plan.name, total,
                result.done, result.failed, result.failed && !options.retry_failed ? " - rerun with --retry-failed" : "",
                queue.size(), layout.root.string(), jobs, threads);
-
-  struct Running {
-    std::string name;
-    Clock::time_point start;
-  };
-  std::map<pid_t, Running> running;
-  const int exe_fd = ::open(options.exe.c_str(), O_RDONLY | O_CLOEXEC);
-  if (exe_fd < 0) throw Error(options.exe + ": cannot open the biaslab executable: " + std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } exe_closer{exe_fd};
-  // On an error of the sweep itself (a full disk, say): stop the runs cleanly and
-  // record them as interrupted before reporting it.
-  struct StopRunsOnError {
-    std::map<pid_t, Running>& running;
-    Ledger& ledger;
-    ~StopRunsOnError() {
-      if (running.empty()) return;
-      for (const auto& [pid, r] : running) ::kill(pid, SIGTERM);
-      for (const auto& [pid, r] : running) {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        LedgerEntry& e = ledger[r.name];
-        e.state = "interrupted";
-        e.reason = "the sweep stopped on an error";
-        e.pid = 0;
-      }
-      try {
-        ledger.save();
-      } catch (const std::exception&) {
-      }
-    }
-  } stop_runs_on_error{running, ledger};
-  double finished_seconds = 0.0;
-  int finished_count = 0;
-  bool forwarded = false;
-  install_stop_handlers();
-
-  auto progress = [&] {
-    const int left = int(queue.size() + running.size());
-    std::string eta;
-    if (finished_count > 0 && left > 0)
-      eta = ", ETA " + format_duration(finished_seconds / finished_count * left / std::min<int>(jobs, left));
-    return fmt::format("{} done, {} failed{}, {} remaining{}", result.done, result.failed,
-                       result.interrupted ? fmt::format(", {} interrupted", result.interrupted) : "", left, eta);
-  };
-
-  while (!queue.empty() || !running.empty()) {
-    if (stop_signal() && !forwarded) {
-      spdlog::warn("stopping: asking {} running run(s) to checkpoint; {} not started", running.size(), queue.size());
-      for (const auto& [pid, r] : running) ::kill(pid, SIGTERM);
-      forwarded = true;
-      result.stopped = true;
-      queue.clear();
-    }
-    while (!stop_signal() && int(running.size()) < jobs && !queue.empty()) {
-      const std::string name = queue.front();
-      queue.pop_front();
-      std::vector<std::string> argv = {options.exe, "train", "-c", layout.config(name).string(), "--out",
-                                       layout.run_dir(name).string(), "--set", "runtime.threads=" + std::to_string(threads)};
-      if (options.restart.count(name)) argv.push_back("--force");
-      LedgerEntry& e = ledger[name];
-      {
-        std::ofstream log(layout.log(name), std::ios::app);
-        std::string cmd;
-        for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + quote(a);
-        log << "=== biaslab sweep: attempt " << e.attempts + 1 << " at " << now_iso8601() << ": " << cmd << "\n";
-      }
-      const pid_t pid = spawn(exe_fd, argv, layout.log(name));
-      running[pid] = Running{name, Clock::now()};
-      e.state = "running";
-      e.pid = pid;
-      e.attempts += 1;
-      e.started = now_iso8601();
-      e.reason.clear();
-      ledger.save();
-      spdlog::info("start  {} ({})", name, progress());
-    }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid == 0 || (pid < 0 && errno == EINTR)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      continue;
-    }
-    if (pid < 0) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const Running r = it->second;
-    running.erase(it);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const double seconds = std::chrono::duration<double>(Clock::now() - r.start).count();
-    LedgerEntry& e = ledger[r.name];
-    e.exit_status = code;
-    e.finished = now_iso8601();
-    e.duration_s = seconds;
-    e.pid = 0;
-    const bool complete = code == 0 && fs::exists(layout.run_dir(r.name) / "summary.json");
-    if (complete) {
-      e.state = "done";
-      ++result.done;
-      finished_seconds += seconds;
-      ++finished_count;
-      spdlog::info("done   {} in {} ({})", r.name, format_duration(seconds), progress());
-    } else if (code == 75 || (result.stopped && (code == 128 + SIGTERM || code == 128 + SIGINT))) {
-      e.state = "interrupted";
-      e.reason = describe_exit(code);
-      ++result.interrupted;
-      spdlog::warn("interrupted {} after {}; rerun the sweep to resume it", r.name, format_duration(seconds));
-    } else {
-      e.state = "failed";
-      const std::string detail = last_error_line(layout.log(r.name));
-      e.reason = code == 0 ? "exited 0 without writing summary.json" : describe_exit(code);
-      if (!detail.empty()) e.reason += ": " + detail;
-      ++result.failed;
-      spdlog::error("failed {}: {} (log: {}) ({})", r.name, e.reason, layout.log(r.name).string(), progress());
-    }
-    ledger.save();
-  }
+  RunPool(layout, options, jobs, threads, ledger, result, std::move(queue)).run();
   spdlog::info("sweep {}: {} of {} runs done, {} failed, {} interrupted", plan.name, result.done, total, result.failed,
                result.interrupted);
   return result;
