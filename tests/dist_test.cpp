@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <future>
 #include <map>
 #include <thread>
 
@@ -12,9 +11,11 @@
 #include "distributed/communicator.h"
 #include "distributed/env.h"
 #include "distributed/launch.h"
+#include "test_util.h"
 
 using namespace biaslab;
 using namespace biaslab::dist;
+using biaslab::test::on_two_ranks;
 
 namespace {
 
@@ -32,27 +33,6 @@ std::string config_error(const std::map<std::string, std::string>& vars) {
     return e.what();
   }
   return "";
-}
-
-// Runs fn(rank, communicator) on two ranks (threads) joined through a StoreServer.
-template <class F>
-void on_two_ranks(F fn, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  StoreServer store(2, timeout);
-  auto run = [&](int rank) {
-    DistEnv env;
-    env.rank = rank;
-    env.world_size = 2;
-    env.local_rank = rank;
-    env.local_world_size = 2;
-    env.master_addr = "127.0.0.1";
-    env.master_port = store.port();
-    env.launcher_store = true;
-    auto comm = Communicator::join(env, "gloo", c10::Device(c10::kCPU), timeout);
-    fn(rank, *comm);
-  };
-  auto other = std::async(std::launch::async, run, 1);
-  run(0);
-  other.get();
 }
 
 }  // namespace

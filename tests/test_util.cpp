@@ -2,8 +2,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <stdexcept>
 #include <torch/torch.h>
+
+#include "distributed/communicator.h"
 
 namespace biaslab::test {
 
@@ -20,6 +23,26 @@ TempDir::~TempDir() {
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
+}
+
+void on_two_ranks(const std::function<void(int rank, dist::Communicator& comm)>& fn,
+                  std::chrono::milliseconds timeout) {
+  dist::StoreServer store(2, timeout);
+  auto run = [&](int rank) {
+    dist::DistEnv env;
+    env.rank = rank;
+    env.world_size = 2;
+    env.local_rank = rank;
+    env.local_world_size = 2;
+    env.master_addr = "127.0.0.1";
+    env.master_port = store.port();
+    env.launcher_store = true;
+    auto comm = dist::Communicator::join(env, "gloo", c10::Device(c10::kCPU), timeout);
+    fn(rank, *comm);
+  };
+  auto other = std::async(std::launch::async, run, 1);
+  run(0);
+  other.get();
 }
 
 }  // namespace biaslab::test

@@ -1,9 +1,15 @@
 #pragma once
 // Helpers shared by the unit tests.
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include <torch/nn/module.h>
+
+namespace biaslab::dist {
+class Communicator;
+}
 
 namespace biaslab::test {
 
@@ -24,5 +30,10 @@ void copy_shared_parameters(const torch::nn::Module& from, torch::nn::Module& to
 
 /// Writes `text` to `path`.
 void write_text(const std::filesystem::path& path, const std::string& text);
+
+/// Runs fn(rank, communicator) on two Gloo ranks (threads of this process) joined
+/// through a StoreServer; an exception on either rank is rethrown.
+void on_two_ranks(const std::function<void(int rank, dist::Communicator& comm)>& fn,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace biaslab::test

@@ -10,14 +10,12 @@
 #include "core/fault.h"
 #include "core/logging.h"
 #include "core/runtime.h"
-#include "core/seed_mix.h"
-#include "core/signals.h"
 #include "engine/evaluate.h"
 #include "engine/optimizer.h"
 #include "engine/precision.h"
 #include "engine/progress.h"
 #include "engine/step.h"
-#include "distributed/communicator.h"
+#include "engine/step_sync.h"
 
 namespace biaslab {
 using Clock = std::chrono::steady_clock;
@@ -41,11 +39,14 @@ Trainer::Trainer(Classifier& model, torch::optim::Optimizer& optimizer, const Lr
                  Loader* val, Loader& test, const TrainConfig& cfg, c10::Device device, TrainerCallbacks callbacks,
                  Ema* ema, dist::Communicator* comm)
     : model_(model), optimizer_(optimizer), schedule_(schedule), train_(train), val_(val), test_(test), cfg_(cfg),
-      device_(device), callbacks_(std::move(callbacks)), ema_(ema), comm_(comm), params_(model.parameters()),
+      device_(device), callbacks_(std::move(callbacks)), ema_(ema),
+      sync_(comm ? data_parallel_step_sync(*comm, train) : local_step_sync()), params_(model.parameters()),
       buffers_(model.buffers()) {
   total_steps_ = planned_steps(cfg_, train_.batches_per_epoch());
   if (cfg_.precision == "fp16") scaler_.emplace();
 }
+
+void Trainer::set_rank_seed(uint64_t seed) { sync_->set_seed(seed); }
 
 std::string Trainer::selection_metric() const { return (val_ && val_->size() > 0) ? "val_acc" : "test_acc"; }
 
@@ -66,10 +67,8 @@ void Trainer::fit(TrainState& state) {
   }
   while (!state.finished && state.epoch < epochs) {
     train_epoch(state);
-    // A signal during the epoch-end evaluation: `last` was just written at the epoch end,
-    // so stop now rather than after one more step. (Distributed ranks agree on stopping
-    // at the next step instead; a signal during the final evaluation finishes the run.)
-    if (const int sig = comm_ ? 0 : stop_signal(); sig != 0 && !state.finished && state.epoch < epochs)
+    // A signal during the epoch-end evaluation.
+    if (const int sig = sync_->stop_after_evaluation(); sig != 0 && !state.finished && state.epoch < epochs)
       throw Interrupted("stopped by signal " + std::to_string(sig) + " during the evaluation after epoch " +
                         std::to_string(state.epoch) + " (step " + std::to_string(state.step) +
                         "); checkpoint written, rerun the same command to resume");
@@ -82,7 +81,7 @@ void Trainer::train_epoch(TrainState& state) {
   const int64_t bpe = train_.batches_per_epoch();
   const int64_t batches = std::min(bpe, total_steps_ - state.epoch * bpe);
   const int64_t epochs = (total_steps_ + bpe - 1) / bpe;
-  Progress progress(stderr_is_terminal() && (!comm_ || comm_->rank() == 0), cfg_.log_every);
+  Progress progress(stderr_is_terminal() && sync_->leads(), cfg_.log_every);
   progress.start_epoch(state.epoch, epochs, batches);
   const auto start = Clock::now();
   phase_ = EpochTiming{};
@@ -100,12 +99,10 @@ void Trainer::train_epoch(TrainState& state) {
     const bool last_batch = i + 1 == batches;
     const bool periodic = !last_batch && cfg_.checkpoint_every > 0 && state.step % cfg_.checkpoint_every == 0;
     if (periodic) save("last", state);
-    if (const int sig = comm_ ? agreed_stop_ : stop_signal(); sig != 0) {
+    if (const int sig = sync_->stop_after_step(); sig != 0) {
       progress.finish_epoch();
       if (!periodic) save("last", state);  // once: a second save would overwrite last.prev.pt with a copy
-      // No rank exits before rank 0's checkpoint is complete (a launcher that sees one rank
-      // exit stops the others).
-      if (comm_) comm_->barrier("stopping at step " + std::to_string(state.step));
+      sync_->before_stopping(state.step);
       throw Interrupted("stopped by signal " + std::to_string(sig) + " at step " + std::to_string(state.step) +
                         "; checkpoint written, rerun the same command to resume");
     }
@@ -135,38 +132,12 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   if (cfg_.nonfinite == "skip")
     for (const auto& buf : buffers_) buffers_before.push_back(buf.clone());
   StepOptions step_options{cfg_.precision, cfg_.label_smoothing, fault::at("nan_loss_at_step", state.step + 1), {}};
-  int64_t n = y.size(0);
-  if (comm_) {
-    // This rank's share of the global batch weights its gradient (shards may differ by one).
-    const int64_t batch = train_.options().batch_size;
-    const int64_t global_n = std::min(batch, train_.size() - batch_index * batch);
-    const double weight = double(n) / double(global_n);
-    step_options.reduce_gradients = [this, weight, step = state.step + 1](const std::vector<torch::Tensor>& params) {
-      comm_->reduce_gradients(params, weight, "gradient all-reduce at step " + std::to_string(step));
-    };
-  }
-  // Dropout and drop-path masks: each rank draws its own, from (seed, step, rank), so a
-  // resumed distributed run draws what the uninterrupted one did.
-  if (comm_) torch::manual_seed(mix_seed(mix_seed(rank_seed_ ^ mix_seed(uint64_t(state.step))) + uint64_t(comm_->rank())));
-  const StepStats stats =
+  sync_->begin_step(state.step, batch_index, y.size(0), step_options);
+  const StepStats local =
       forward_backward(model_, params_, x, y, targets, device_, step_options, scaler_ ? &*scaler_ : nullptr);
-  double loss_v = stats.loss;
-  double norm_v = stats.grad_norm;
-  int64_t correct = stats.correct;
-  if (comm_) {
-    // The global batch's statistics, rank 0's norm of the reduced gradients (every rank
-    // clips by the same factor, whatever its threads or hardware), and whether any rank
-    // was asked to stop: every rank then takes the same decision (update, skip, abort, stop).
-    const int local_stop = stop_signal();
-    const auto g = comm_->sum({loss_v * double(n), double(correct), double(n), local_stop ? 1.0 : 0.0,
-                               comm_->rank() == 0 ? norm_v : 0.0},
-                              "step statistics at step " + std::to_string(state.step + 1));
-    loss_v = g[0] / g[2];
-    correct = int64_t(g[1]);
-    n = int64_t(g[2]);
-    agreed_stop_ = g[3] > 0 ? (local_stop ? local_stop : SIGTERM) : 0;
-    norm_v = g[4];
-  }
+  const SyncedStats stats = sync_->end_step(state.step, local, y.size(0));
+  const double loss_v = stats.loss, norm_v = stats.grad_norm;
+  const int64_t correct = stats.correct, n = stats.n;
   phase_.compute_s += seconds_since(t);
   t = Clock::now();
   ++state.step;
@@ -222,16 +193,12 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
     rec.train_acc = double(state.epoch_correct) / double(state.epoch_seen);
   }
   const auto eval_start = Clock::now();
-  if (comm_) {
-    // BatchNorm normalises each rank's shard with its own statistics; the running
-    // statistics evaluated and saved are rank 0's (as PyTorch's DDP broadcasts them).
-    std::vector<torch::Tensor> running = buffers_;
-    if (ema_)
-      for (const auto& b : ema_->shadow().buffers()) running.push_back(b);
-    if (!running.empty()) comm_->broadcast(running, "running statistics after epoch " + std::to_string(rec.epoch));
-  }
+  std::vector<torch::Tensor> running = buffers_;  // the model's and the EMA copy's
+  if (ema_)
+    for (const auto& b : ema_->shadow().buffers()) running.push_back(b);
+  sync_->before_evaluation(running, rec.epoch);
   auto run_eval = [&](Classifier& m, Loader& l) {
-    EvalMetrics e = evaluate(m, l, device_, cfg_.precision, comm_);
+    EvalMetrics e = evaluate(m, l, device_, cfg_.precision, sync_->communicator());
     return EvalPair{e.loss, e.accuracy};
   };
   // train.eval_every skips evaluation on intermediate epochs; the last epoch is always

@@ -7,6 +7,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "engine/ema.h"
 #include "engine/loss_scaler.h"
 #include "engine/schedule.h"
+#include "engine/step_sync.h"
 #include "engine/train_state.h"
 #include "models/classifier.h"
 
@@ -66,7 +68,7 @@ class Trainer {
 
   /// Distributed runs: the seed each step's dropout / drop-path draws derive from
   /// (runtime.seed; the global generator is reseeded from (seed, step, rank) every step).
-  void set_rank_seed(uint64_t seed) { rank_seed_ = seed; }
+  void set_rank_seed(uint64_t seed);
 
   /// "val_acc" when there is a validation split, else "test_acc".
   std::string selection_metric() const;
@@ -88,9 +90,7 @@ class Trainer {
   c10::Device device_;
   TrainerCallbacks callbacks_;
   Ema* ema_;
-  dist::Communicator* comm_;
-  int agreed_stop_ = 0;  // with comm_: a stop signal some rank received, as of the last step
-  uint64_t rank_seed_ = 0;
+  std::unique_ptr<StepSync> sync_;  // what the ranks agree on each step (nothing in one process)
   std::optional<LossScaler> scaler_;
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> buffers_;
