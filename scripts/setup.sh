@@ -8,17 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-torch=debian
-while (($#)); do
-  case $1 in
-    --torch)
-      (($# >= 2)) || { echo "setup: --torch needs a value: debian or pip" >&2; exit 2; }
-      torch=$2; shift 2 ;;
-    --torch=*) torch=${1#--torch=}; shift ;;
-    *) echo "setup: unknown argument '$1' (expected --torch debian|pip)" >&2; exit 2 ;;
-  esac
-done
-[[ $torch == debian || $torch == pip ]] || { echo "setup: --torch must be debian or pip, got '$torch'" >&2; exit 2; }
+source scripts/lib/torch_arg.sh
+torch_arg "$@"
+shift "$torch_shift"
+(($# == 0)) || { echo "setup: unknown argument '$1' (expected --torch debian|pip)" >&2; exit 2; }
 
 # The PyPI versions biaslab is tested with (torch's CUDA 13 build; runs on CPU-only machines).
 TORCH_PIP_VERSION=${TORCH_PIP_VERSION:-2.15.0}

@@ -5,17 +5,12 @@
 # Heavier checks carry the CTest label `slow` and run with: ctest --test-dir build -L slow
 set -euo pipefail
 cd "$(dirname "$0")/.."
-torch=debian
-if [[ ${1:-} == --torch ]]; then
-  (($# >= 2)) || { echo "$(basename "$0"): --torch needs a value: debian or pip" >&2; exit 2; }
-  torch=$2; shift 2
-elif [[ ${1:-} == --torch=* ]]; then torch=${1#--torch=}; shift; fi
-case $torch in
-  debian) build_dir=${BUILD_DIR:-build} ;;
-  pip) build_dir=${BUILD_DIR:-build-pip} ;;
-  *) echo "test: --torch must be debian or pip, got '$torch'" >&2; exit 2 ;;
-esac
+source scripts/lib/torch_arg.sh
+torch_arg "$@"
+shift "$torch_shift"
+build_dir=$(torch_build_dir)
 scripts/setup.sh --torch "$torch"
-BUILD_DIR=$build_dir scripts/build.sh --torch "$torch"
+# Every target (the unit tests too), whatever BUILD_TARGETS the caller's environment has.
+BUILD_DIR=$build_dir BUILD_TARGETS= scripts/build.sh --torch "$torch"
 export BIASLAB_HOME=$PWD
 ctest --test-dir "$build_dir" --output-on-failure -LE slow "$@"
