@@ -1,16 +1,11 @@
 #include "config/flat.h"
 
+#include "config/yaml_io.h"
 #include "core/errors.h"
 
 namespace biaslab::config_detail {
 
-std::string show(const YAML::Node& node) {
-  if (node.IsScalar()) return node.Scalar();
-  if (node.IsNull()) return "null";
-  YAML::Emitter e;
-  e << YAML::Flow << node;
-  return e.c_str();
-}
+std::string show(const YAML::Node& node) { return yaml_value_text(node, "null"); }
 
 [[noreturn]] void fail(const Entry& e, const std::string& key, const std::string& message) {
   throw ConfigError(e.where() + ": " + key + ": " + message);

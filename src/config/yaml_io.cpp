@@ -27,6 +27,14 @@ void count_values(const YAML::Node& node, size_t& left, const std::string& file)
 
 }  // namespace
 
+std::string yaml_value_text(const YAML::Node& node, const std::string& null_text) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsNull()) return null_text;
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  return e.c_str();
+}
+
 YAML::Node parse_yaml(const std::string& text, const std::string& file) {
   YAML::Node node;
   try {

@@ -21,6 +21,10 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file);
 /// Reads and parses `path`; `what` says what it is ("config file", "sweep file", ...).
 YAML::Node read_yaml_file(const std::filesystem::path& path, const std::string& what);
 
+/// A value as text for messages and overrides: scalars as written, sequences and mappings
+/// in YAML's flow style, null as `null_text`.
+std::string yaml_value_text(const YAML::Node& node, const std::string& null_text);
+
 /// Reads `path` as text under the same bounds (ConfigError naming `what` otherwise).
 std::string read_config_text(const std::filesystem::path& path, const std::string& what);
 

@@ -31,13 +31,7 @@ struct Reader {
 
 // A value as the YAML text --set parses back: scalars as written, sequences and
 // mappings in flow style.
-std::string value_text(const YAML::Node& n) {
-  if (n.IsScalar()) return n.Scalar();
-  if (n.IsNull()) return "~";
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
+std::string value_text(const YAML::Node& n) { return yaml_value_text(n, "~"); }
 
 void check_key(const Reader& r, const YAML::Node& key_node) {
   const std::string key = key_node.as<std::string>();
