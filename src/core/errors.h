@@ -1,5 +1,6 @@
 #pragma once
-// Error types and the process exit status each one maps to (see README "Exit status").
+// Error types and the process exit status each one maps to (see docs/commands.md,
+// "Exit status").
 #include <stdexcept>
 #include <string>
 

@@ -1,9 +1,9 @@
 #pragma once
 // Input files: the rules every command follows for what it reads on a user's behalf
-// (README "Reliability"). An input (config, sweep, preset, data file, image, checkpoint,
-// archive) must be a regular file, and text inputs have a size bound: both are checked
-// before the file is opened, so a FIFO cannot hang a command and /dev/zero cannot fill
-// memory. Text that ends up in JSON is checked to be UTF-8.
+// (docs/reliability.md, "Hostile input"). An input (config, sweep, preset, data file,
+// image, checkpoint, archive) must be a regular file, and text inputs have a size bound:
+// both are checked before the file is opened, so a FIFO cannot hang a command and
+// /dev/zero cannot fill memory. Text that ends up in JSON is checked to be UTF-8.
 #include <cstdint>
 #include <filesystem>
 #include <string>

@@ -1,9 +1,10 @@
 #pragma once
 // Output folders: the rule every command follows for where it writes on a user's behalf
-// (README "Reliability"). An output folder (--out of train, sweep, report, analyze, data
-// export) is used only when it does not exist, is empty, or holds what biaslab itself
-// wrote there; anything else is refused (CheckpointError, exit 5) and left untouched.
-// Temporary files of dead biaslab processes are recognised by name and PID.
+// (docs/reliability.md, "Hostile input"). An output folder (--out of train, sweep,
+// report, analyze, data export) is used only when it does not exist, is empty, or holds
+// what biaslab itself wrote there; anything else is refused (CheckpointError, exit 5)
+// and left untouched. Temporary files of dead biaslab processes are recognised by name
+// and PID.
 #include <filesystem>
 #include <string>
 #include <vector>
