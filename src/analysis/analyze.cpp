@@ -10,7 +10,7 @@
 #include "data/dataset.h"
 #include "data/image_folder.h"
 #include "data/transforms.h"
-#include "engine/experiment.h"
+#include "engine/trained_run.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;

@@ -17,7 +17,6 @@
 #include "data/image_folder.h"
 #include "data/loader.h"
 #include "engine/bench.h"
-#include "engine/experiment.h"
 #include "core/runtime.h"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "engine/experiment.h"
+#include "engine/trained_run.h"
 
 namespace biaslab::cli {
 

@@ -12,6 +12,7 @@
 #include "distributed/env.h"
 #include "distributed/launch.h"
 #include "engine/experiment.h"
+#include "engine/trained_run.h"
 
 namespace biaslab::cli {
 

@@ -11,9 +11,6 @@
 #include <string>
 
 #include "config/config.h"
-#include "engine/learner.h"
-#include "engine/loaders.h"
-#include "engine/trained_run.h"
 
 namespace biaslab {
 

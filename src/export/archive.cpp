@@ -14,7 +14,7 @@
 #include "core/runtime.h"
 #include "core/torch_compat.h"
 #include "data/dataset.h"
-#include "engine/experiment.h"
+#include "engine/trained_run.h"
 #include "engine/run_dir.h"
 #include "export/torchscript.h"
 #include "export/weights.h"
