@@ -1,9 +1,9 @@
 #include "data/synthetic.h"
 
 #include <ATen/Parallel.h>
-#include <opencv2/imgproc.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -15,19 +15,71 @@ namespace {
 using Rng = std::mt19937_64;
 double uniform(Rng& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
 
+// Round to nearest (ties to even, like OpenCV's cvRound) and clamp to 0..255.
+uint8_t to_u8(double v) {
+  const double r = std::nearbyint(v);
+  return r <= 0 ? 0 : r >= 255 ? 255 : uint8_t(r);
+}
+
+// One greyscale plane, row-major (no OpenCV: the tasks generate the same bytes without it).
+template <typename T>
+struct Plane {
+  int rows = 0, cols = 0;
+  std::vector<T> px;
+  Plane(int r, int c) : rows(r), cols(c), px(size_t(r) * size_t(c)) {}
+  T& at(int y, int x) { return px[size_t(y) * size_t(cols) + size_t(x)]; }
+  T at(int y, int x) const { return px[size_t(y) * size_t(cols) + size_t(x)]; }
+};
+using Image = Plane<uint8_t>;
+
+// Index p of a line of n samples mirrored at its ends without repeating the edge (OpenCV's
+// BORDER_REFLECT_101, GaussianBlur's default).
+int reflect101(int p, int n) {
+  if (n == 1) return 0;
+  while (p < 0 || p >= n) p = p < 0 ? -p : 2 * (n - 1) - p;
+  return p;
+}
+
+void gaussian_blur(Plane<double>& a, double sigma) {
+  const int n = int(std::lround(sigma * 8 + 1)) | 1, r = n / 2;
+  std::vector<double> k(size_t(n), 0.0);
+  const double scale2 = -0.5 / (sigma * sigma);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const double x = i - (n - 1) * 0.5;
+    k[size_t(i)] = std::exp(scale2 * x * x);
+    sum += k[size_t(i)];
+  }
+  for (auto& v : k) v *= 1.0 / sum;
+  Plane<double> rows(a.rows, a.cols);
+  for (int y = 0; y < a.rows; ++y)
+    for (int x = 0; x < a.cols; ++x) {
+      double s = k[0] * a.at(y, reflect101(x - r, a.cols));
+      for (int j = 1; j < n; ++j) s = std::fma(k[size_t(j)], a.at(y, reflect101(x - r + j, a.cols)), s);
+      rows.at(y, x) = s;
+    }
+  for (int y = 0; y < a.rows; ++y)
+    for (int x = 0; x < a.cols; ++x) {
+      double s = k[size_t(r)] * rows.at(y, x);
+      for (int j = 1; j <= r; ++j)
+        s = std::fma(k[size_t(r + j)], rows.at(reflect101(y + j, a.rows), x) + rows.at(reflect101(y - j, a.rows), x), s);
+      a.at(y, x) = s;
+    }
+}
+
 // Small patches of a grating of orientation `label` x 45 degrees (random frequency,
 // phase and contrast) at random places on a background of smoothed isotropic noise,
 // with pixel noise everywhere: only local, oriented texture tells the classes apart.
-cv::Mat texture(int64_t label, int size, Rng& rng) {
+Image texture(int64_t label, int size, Rng& rng) {
   std::normal_distribution<double> noise(0.0, 1.0);
-  cv::Mat background(size, size, CV_64FC1);
+  Plane<double> background(size, size);
   for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x) background.at<double>(y, x) = noise(rng);
-  cv::GaussianBlur(background, background, cv::Size(0, 0), 1.2);
+    for (int x = 0; x < size; ++x) background.at(y, x) = noise(rng);
+  gaussian_blur(background, 1.2);
   const double bg_contrast = uniform(rng, 60.0, 120.0), base = uniform(rng, 100.0, 150.0);
-  cv::Mat img(size, size, CV_8UC1);
+  Image img(size, size);
   for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(base + bg_contrast * background.at<double>(y, x));
+    for (int x = 0; x < size; ++x) img.at(y, x) = to_u8(base + bg_contrast * background.at(y, x));
   const int patches = int(uniform(rng, 2, 5));
   for (int p = 0; p < patches; ++p) {
     const double theta = double(label) * M_PI / 4.0 + uniform(rng, -0.15, 0.15);
@@ -39,63 +91,83 @@ cv::Mat texture(int64_t label, int size, Rng& rng) {
       for (int x = 0; x < size; ++x) {
         const double d = std::hypot(x - cx, y - cy);
         if (d > radius) continue;
-        const double v = base + contrast * std::sin(freq * (x * c + y * sn) + phase);
-        img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(v);
+        img.at(y, x) = to_u8(base + contrast * std::sin(freq * (x * c + y * sn) + phase));
       }
   }
   std::normal_distribution<double> pixel(0.0, 12.0);
   for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(img.at<uint8_t>(y, x) + pixel(rng));
+    for (int x = 0; x < size; ++x) img.at(y, x) = to_u8(img.at(y, x) + pixel(rng));
   return img;
 }
 
+int64_t lit(const Image& m) { return std::count_if(m.px.begin(), m.px.end(), [](uint8_t v) { return v != 0; }); }
+
 // A random binary glyph of g x g cells, one pixel per cell, each on with probability 1/2
 // (at least two on): SVRT-style same-different (Fleuret et al. 2011; Kim et al. 2018).
-cv::Mat glyph(int g, Rng& rng) {
-  cv::Mat m(g, g, CV_8UC1);
+Image glyph(int g, Rng& rng) {
+  Image m(g, g);
   do {
     for (int y = 0; y < g; ++y)
-      for (int x = 0; x < g; ++x) m.at<uint8_t>(y, x) = uniform(rng, 0, 1) < 0.5 ? 1 : 0;
-  } while (cv::countNonZero(m) < 2);
+      for (int x = 0; x < g; ++x) m.at(y, x) = uniform(rng, 0, 1) < 0.5 ? 1 : 0;
+  } while (lit(m) < 2);
   return m;
 }
 
 // The glyph cropped to its lit cells: what an observer sees (the cell frame is invisible).
-cv::Mat visible(const cv::Mat& m) { return m(cv::boundingRect(m)).clone(); }
-
-bool looks_same(const cv::Mat& a, const cv::Mat& b) {
-  const cv::Mat va = visible(a), vb = visible(b);
-  return va.size() == vb.size() && cv::countNonZero(va != vb) == 0;
+Image visible(const Image& m) {
+  int top = m.rows, bottom = -1, left = m.cols, right = -1;
+  for (int y = 0; y < m.rows; ++y)
+    for (int x = 0; x < m.cols; ++x)
+      if (m.at(y, x)) {
+        top = std::min(top, y), bottom = std::max(bottom, y), left = std::min(left, x), right = std::max(right, x);
+      }
+  if (bottom < 0) return Image(0, 0);
+  Image out(bottom - top + 1, right - left + 1);
+  for (int y = 0; y < out.rows; ++y)
+    for (int x = 0; x < out.cols; ++x) out.at(y, x) = m.at(top + y, left + x);
+  return out;
 }
 
-cv::Mat same_different(int64_t label, int size, Rng& rng) {
-  cv::Mat img(size, size, CV_8UC1);
+bool looks_same(const Image& a, const Image& b) {
+  const Image va = visible(a), vb = visible(b);
+  return va.rows == vb.rows && va.cols == vb.cols && va.px == vb.px;
+}
+
+Image same_different(int64_t label, int size, Rng& rng) {
+  Image img(size, size);
   std::normal_distribution<double> noise(0.0, 10.0);
   for (int y = 0; y < size; ++y)
-    for (int x = 0; x < size; ++x) img.at<uint8_t>(y, x) = cv::saturate_cast<uint8_t>(40.0 + noise(rng));
+    for (int x = 0; x < size; ++x) img.at(y, x) = to_u8(40.0 + noise(rng));
   const int g = std::max(3, size / 6);
-  const cv::Mat first = glyph(g, rng);
-  cv::Mat second = first;
+  const Image first = glyph(g, rng);
+  Image second = first;
   if (label == 0) {
     do second = glyph(g, rng);
     while (looks_same(first, second));
   }
   // Top-left corners at least half the image apart.
-  cv::Point a, b;
+  int ax = 0, ay = 0, bx = 0, by = 0;
   do {
-    a = {int(uniform(rng, 0, size - g)), int(uniform(rng, 0, size - g))};
-    b = {int(uniform(rng, 0, size - g)), int(uniform(rng, 0, size - g))};
-  } while (std::hypot(a.x - b.x, a.y - b.y) < size * 0.5);
+    ax = int(uniform(rng, 0, size - g)), ay = int(uniform(rng, 0, size - g));
+    bx = int(uniform(rng, 0, size - g)), by = int(uniform(rng, 0, size - g));
+  } while (std::hypot(ax - bx, ay - by) < size * 0.5);
   const double va = uniform(rng, 170, 255), vb = uniform(rng, 170, 255);
   for (int y = 0; y < g; ++y)
     for (int x = 0; x < g; ++x) {
-      if (first.at<uint8_t>(y, x)) img.at<uint8_t>(a.y + y, a.x + x) = cv::saturate_cast<uint8_t>(va);
-      if (second.at<uint8_t>(y, x)) img.at<uint8_t>(b.y + y, b.x + x) = cv::saturate_cast<uint8_t>(vb);
+      if (first.at(y, x)) img.at(ay + y, ax + x) = to_u8(va);
+      if (second.at(y, x)) img.at(by + y, bx + x) = to_u8(vb);
     }
   return img;
 }
 
 }  // namespace
+
+void detail::gaussian_blur(std::vector<double>& plane, int rows, int cols, double sigma) {
+  Plane<double> a(rows, cols);
+  a.px = std::move(plane);
+  biaslab::gaussian_blur(a, sigma);
+  plane = std::move(a.px);
+}
 
 const std::vector<std::string>& synthetic_tasks() {
   static const std::vector<std::string> tasks = {"same_different", "texture"};
@@ -126,8 +198,8 @@ Split generate_synthetic(const std::string& task, const std::string& split, int6
     for (int64_t i = begin; i < end; ++i) {
       Rng rng(mix_seed(seed ^ mix_seed(split_key ^ mix_seed(uint64_t(i)))));
       const int64_t label = i % classes;  // balanced classes
-      cv::Mat img = task == "texture" ? texture(label, int(size), rng) : same_different(label, int(size), rng);
-      auto plane = torch::from_blob(img.data, {size, size}, torch::kUInt8);
+      Image img = task == "texture" ? texture(label, int(size), rng) : same_different(label, int(size), rng);
+      auto plane = torch::from_blob(img.px.data(), {size, size}, torch::kUInt8);
       images[i].copy_(plane.unsqueeze(0).expand({channels, size, size}));
       label_ptr[i] = label;
     }

@@ -28,6 +28,14 @@ std::vector<std::string> synthetic_class_names(const std::string& task);
 const std::vector<std::string>& synthetic_tasks();
 
 /// `n` images of `task` (uint8 (n, channels, size, size)) for split "train" or "test".
+namespace detail {
+/// The texture task's background blur: OpenCV's GaussianBlur (ksize 0, BORDER_REFLECT_101)
+/// on doubles, without OpenCV — its Gaussian kernel of side round(8 sigma + 1) (odd), rows
+/// then columns, products summed with fma so that no compiler contraction changes it. The
+/// uint8 images made from it equal OpenCV's (tests/synthetic_test.cpp).
+void gaussian_blur(std::vector<double>& plane, int rows, int cols, double sigma);
+}  // namespace detail
+
 Split generate_synthetic(const std::string& task, const std::string& split, int64_t n, int64_t channels,
                          int64_t size, uint64_t seed);
 
