@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "core/opencv_support.h"
 #include "core/errors.h"
 #include "data/dataset.h"
 #include "data/idx.h"
@@ -51,14 +52,14 @@ TEST(Dataset, LoadsSplitsResizesAndConvertsChannels) {
   DataConfig c = write_dataset(dir, 10);
   c.val_fraction = 0.2;
   c.train_fraction = 0.5;
-  c.image_size = 8;
+  c.image_size = kWithOpenCV ? 8 : 4;  // resized from 4 (needs OpenCV: opencv_support_test.cpp)
   c.channels = 3;
   c.mean = c.std = {0.5, 0.5, 0.5};
   Dataset d = load_dataset(c);
   EXPECT_EQ(d.val.size(), 4);     // 2 per class
   EXPECT_EQ(d.train.size(), 8);   // half of the remaining 8 per class
   EXPECT_EQ(d.test.size(), 20);
-  EXPECT_EQ(d.train.images.sizes(), (torch::IntArrayRef{8, 3, 8, 8}));
+  EXPECT_EQ(d.train.images.sizes(), (torch::IntArrayRef{8, 3, c.image_size, c.image_size}));
   // A constant image stays constant through the resize and the channel copy.
   auto img = d.train.images[0];
   EXPECT_EQ(img.min().item<int64_t>(), img.max().item<int64_t>());

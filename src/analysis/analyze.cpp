@@ -6,6 +6,7 @@
 #include "config/loader.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "core/opencv_support.h"
 #include "core/runtime.h"
 #include "data/dataset.h"
 #include "data/image_folder.h"
@@ -45,6 +46,7 @@ bool is_legacy_analysis(const fs::path& dir) {
 }
 
 void check_request(const AnalyzeRequest& req) {
+  if (!kWithOpenCV) refuse_without_opencv("analyze (its pictures are PNG files)");
   if (req.checkpoint != "best" && req.checkpoint != "last")
     throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last");
   if (req.images < 2) throw ConfigError("--images: expected at least 2, got " + std::to_string(req.images));

@@ -1,10 +1,12 @@
 #include "data/dataset.h"
 
-#include <opencv2/imgproc.hpp>
-
 #include <filesystem>
 
 #include "core/errors.h"
+#include "core/opencv_support.h"
+#if BIASLAB_WITH_OPENCV
+#include <opencv2/imgproc.hpp>
+#endif
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
@@ -34,6 +36,10 @@ torch::Tensor conform_images(const torch::Tensor& images, int64_t channels, int6
   const int64_t h = x.size(2), w = x.size(3);
   if (h == size && w == size) return x.contiguous();
   // Resize once at load time, per image and channel, with OpenCV.
+#if !BIASLAB_WITH_OPENCV
+  refuse_without_opencv(source + ": resizing its " + std::to_string(h) + "x" + std::to_string(w) +
+                        " images to data.image_size " + std::to_string(size));
+#else
   auto src = x.contiguous();
   auto out = torch::empty({src.size(0), channels, size, size}, torch::kUInt8);
   const int interp = (size < h || size < w) ? cv::INTER_AREA : cv::INTER_LINEAR;
@@ -45,6 +51,7 @@ torch::Tensor conform_images(const torch::Tensor& images, int64_t channels, int6
     }
   }
   return out;
+#endif
 }
 
 namespace {

@@ -1,9 +1,13 @@
 #include "data/image_folder.h"
 
 #include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "core/opencv_support.h"
+#if BIASLAB_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <torch/torch.h>
+#endif
 
 #include <algorithm>
 #include <filesystem>
@@ -36,6 +40,9 @@ bool decode_image(const std::string& path, const FolderReadOptions& o, torch::Te
   // A FIFO would block OpenCV's reader: only regular files are opened (missing ones are undecodable).
   if (const std::string problem = input_file_problem(path); !problem.empty() && problem != "does not exist")
     throw DataError(path + ": " + problem + "; an image must be a regular file");
+#if !BIASLAB_WITH_OPENCV
+  refuse_without_opencv("decoding image files (" + path + ")");
+#else
   try {
     cv::Mat img = cv::imread(path, o.channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
     if (img.empty()) return false;
@@ -52,6 +59,7 @@ bool decode_image(const std::string& path, const FolderReadOptions& o, torch::Te
   } catch (const cv::Exception&) {
     return false;
   }
+#endif
 }
 
 std::string class_folder_name(int64_t label, int64_t num_classes, const std::string& name) {
@@ -61,6 +69,7 @@ std::string class_folder_name(int64_t label, int64_t num_classes, const std::str
 }
 
 FolderSplit read_image_folder(const std::string& root, const FolderReadOptions& o) {
+  if (!kWithOpenCV) refuse_without_opencv("reading an image folder (" + root + ")");
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw DataError(root + ": folder does not exist");
   FolderSplit out;
@@ -124,6 +133,9 @@ FolderSplit read_image_folder(const std::string& root, const FolderReadOptions& 
 }
 
 void write_image_folder(const std::string& root, const Split& split, const std::vector<std::string>& class_names) {
+#if !BIASLAB_WITH_OPENCV
+  refuse_without_opencv("writing an image folder (" + root + ")");
+#else
   const int64_t n = split.size(), classes = int64_t(class_names.size());
   std::vector<fs::path> dirs;
   for (int64_t c = 0; c < classes; ++c) {
@@ -144,6 +156,7 @@ void write_image_folder(const std::string& root, const Split& split, const std::
       if (!cv::imwrite(path.string(), ch == 3 ? bgr : img)) throw DataError(path.string() + ": cannot write");
     }
   });
+#endif
 }
 
 }  // namespace biaslab

@@ -1,7 +1,10 @@
 #include "plot/chart.h"
 
+#include "core/opencv_support.h"
+#if BIASLAB_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +16,7 @@
 #include "core/fs.h"
 
 namespace biaslab::plot {
+#if BIASLAB_WITH_OPENCV
 namespace {
 
 constexpr int kWidth = 1000, kHeight = 640;
@@ -140,6 +144,7 @@ struct Frame {
 };
 
 }  // namespace
+#endif
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
   if (!(hi > lo)) {
@@ -163,6 +168,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
+#if BIASLAB_WITH_OPENCV
 void draw(const LineChart& chart, const std::filesystem::path& png) {
   std::vector<std::string> labels;
   for (const auto& l : chart.lines) labels.push_back(l.label);
@@ -283,4 +289,12 @@ void draw(const BarChart& chart, const std::filesystem::path& png) {
   f.save(png);
 }
 
+#else
+void draw(const LineChart& chart, const std::filesystem::path& png) {
+  refuse_without_opencv("drawing " + png.string());
+}
+void draw(const BarChart& chart, const std::filesystem::path& png) {
+  refuse_without_opencv("drawing " + png.string());
+}
+#endif
 }  // namespace biaslab::plot

@@ -1,14 +1,18 @@
 #include "plot/tiles.h"
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #include <torch/torch.h>
 
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/opencv_support.h"
+#if BIASLAB_WITH_OPENCV
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
 
 namespace biaslab::plot {
+#if BIASLAB_WITH_OPENCV
 namespace {
 
 constexpr int kLabelH = 16, kTitleH = 28, kRowLabelW = 90, kGap = 4;
@@ -45,6 +49,7 @@ void text(cv::Mat& canvas, const std::string& s, int x, int y, double scale) {
 }
 
 }  // namespace
+#endif
 
 torch::Tensor to_image(const torch::Tensor& values, bool signed_range) {
   auto v = values.detach().to(torch::kFloat);
@@ -59,6 +64,9 @@ torch::Tensor to_image(const torch::Tensor& values, bool signed_range) {
   return scaled.clamp(0, 255).round().to(torch::kUInt8);
 }
 
+#if !BIASLAB_WITH_OPENCV
+void draw(const TileGrid& g, const std::filesystem::path& png) { refuse_without_opencv("drawing " + png.string()); }
+#else
 void draw(const TileGrid& g, const std::filesystem::path& png) {
   const int cols = int(std::max<int64_t>(1, g.cols)), side = int(g.cell_px);
   const int rows = int((g.tiles.size() + size_t(cols) - 1) / size_t(cols));
@@ -91,5 +99,6 @@ void draw(const TileGrid& g, const std::filesystem::path& png) {
   std::filesystem::create_directories(png.parent_path().empty() ? "." : png.parent_path());
   if (!cv::imwrite(png.string(), canvas)) throw Error("cannot write " + png.string());
 }
+#endif
 
 }  // namespace biaslab::plot

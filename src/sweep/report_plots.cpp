@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/opencv_support.h"
 #include "plot/chart.h"
 #include "sweep/report_internal.h"
 #include "sweep/values.h"
@@ -168,6 +169,11 @@ std::vector<std::string> draw_curves(const PlotContext& c, const fs::path& dir) 
 }  // namespace
 
 std::vector<std::string> draw_plots(const Plan& plan, const Grouping& g, const fs::path& dir) {
+  if (!kWithOpenCV) {
+    spdlog::warn("report: no plots drawn: this biaslab was built without OpenCV (-DBIASLAB_WITH_OPENCV=OFF); "
+                 "the tables are complete");
+    return {};
+  }
   const PlotContext c = plot_context(plan, g);
   std::vector<std::string> names;
   if (!g.x.empty() && c.xs_numeric)
