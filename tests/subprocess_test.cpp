@@ -28,7 +28,8 @@ ChildSpec command(const std::string& program, const std::vector<std::string>& ar
 
 ChildSpec shell(const std::string& script) { return command("/bin/sh", {"sh", "-c", script}); }
 
-std::string read_file(const std::filesystem::path& path) {
+// The file's text; "" while it does not exist yet.
+std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -38,7 +39,7 @@ std::string read_file(const std::filesystem::path& path) {
 // Waits (up to 10 s) until `path` holds `text`: the child got past its set-up.
 bool wait_for_text(const std::filesystem::path& path, const std::string& text) {
   for (int i = 0; i < 1000; ++i) {
-    if (read_file(path).find(text) != std::string::npos) return true;
+    if (read_text(path).find(text) != std::string::npos) return true;
     std::this_thread::sleep_for(10ms);
   }
   return false;
@@ -87,7 +88,7 @@ TEST(Subprocess, OutputEnvironmentAndOwnProcessGroup) {
   const auto e = children.wait();
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), 0);
-  EXPECT_EQ(read_file(out.path), "hello \nto-stderr\n" + std::to_string(pid) + "\n");
+  EXPECT_EQ(read_text(out.path), "hello \nto-stderr\n" + std::to_string(pid) + "\n");
 }
 
 TEST(Subprocess, AProgramThatCannotRunExits127WithTheMessage) {
@@ -101,7 +102,7 @@ TEST(Subprocess, AProgramThatCannotRunExits127WithTheMessage) {
   const auto e = children.wait();
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), 127);
-  EXPECT_EQ(read_file(out.path), "[error] cannot run missing\n");
+  EXPECT_EQ(read_text(out.path), "[error] cannot run missing\n");
 }
 
 TEST(Subprocess, WaitTimesOutAndReapsOnlyItsOwnChildren) {
