@@ -19,7 +19,7 @@ if [[ $torch == pip ]]; then
   [[ -x $venv/bin/python ]] || { echo "build: no torch venv at $venv; run scripts/setup.sh --torch pip" >&2; exit 2; }
   # The torch package folder holds lib/ and share/cmake/Torch; naming it (rather than
   # share/cmake) makes CMake find the wheel's libtorch.so before any system one.
-  torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+  torch_dir=$(torch_package_dir "$venv/bin/python")
   args+=("-DCMAKE_PREFIX_PATH=$torch_dir" "-DBIASLAB_PYTHON=$venv/bin/python")
 fi
 targets=()

@@ -21,6 +21,7 @@
 #   BUILD_DIR (default build-device; --dry-run: build-rehearsal, scripts/device_rehearsal.sh's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/torch_arg.sh
 dry=0 steps="" out=${OUT:-runs/device-check}
 while (($#)); do
   case $1 in
@@ -80,7 +81,7 @@ P
 say "$(date -u +%FT%TZ) dry_run=$dry device=$device steps=$steps build=$build_dir"
 "$PY" -c 'import torch; print("python torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tee -a "$log"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$log" "$out/gpu.txt"
-torch_dir=$("$PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+torch_dir=$(torch_package_dir "$PY")
 
 build() {
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_dir" \

@@ -11,6 +11,7 @@
 #   BUILD_DIR (default build-rehearsal); the bundle is made in .device-bundle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/torch_arg.sh
 build_dir=${BUILD_DIR:-build-rehearsal}
 venv=${BIASLAB_TORCH_VENV:-$PWD/.venv-torch}
 hidden_packages() {
@@ -55,7 +56,7 @@ for probe in /usr/include/yaml-cpp/yaml.h /usr/include/spdlog/spdlog.h /usr/incl
              /usr/include/gtest/gtest.h /usr/include/torch/script.h; do
   [[ -s $probe ]] && { echo "device_rehearsal: $probe is still visible" >&2; exit 3; }
 done
-torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+torch_dir=$(torch_package_dir "$venv/bin/python")
 export BIASLAB_HOME=$PWD
 run() { env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" BIASLAB_HOME="$BIASLAB_HOME" "$@"; }
 start=$SECONDS

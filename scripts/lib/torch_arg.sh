@@ -1,4 +1,5 @@
-# Sourced by scripts/build.sh, test.sh and setup.sh: which LibTorch to build against.
+# Sourced by scripts/build.sh, test.sh, setup.sh, device_rehearsal.sh and device_check.sh: which
+# LibTorch to build against.
 #
 # torch_arg "$@" reads a leading `--torch debian|pip` or `--torch=debian|pip` into $torch
 # (default debian) and sets $torch_shift to the number of arguments it took, for the
@@ -24,4 +25,10 @@ torch_build_dir() {
     debian) echo "${BUILD_DIR:-build}" ;;
     pip) echo "${BUILD_DIR:-build-pip}" ;;
   esac
+}
+
+# torch_package_dir PYTHON: the torch package folder of that Python (it holds lib/ and
+# share/cmake/Torch: the CMAKE_PREFIX_PATH for the LibTorch inside the wheel).
+torch_package_dir() {
+  "$1" -c 'import os, torch; print(os.path.dirname(torch.__file__))'
 }
