@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -108,21 +110,24 @@ TEST(Report, GroupsOverSeedsWithHandComputedStatistics) {
   EXPECT_EQ(r[0], "resnet20");
   EXPECT_EQ(r[1], "1.0");
   EXPECT_EQ(r[col("n")], "3");
-  EXPECT_NEAR(std::stod(r[col("final.test_acc_mean")]), 0.93, 1e-9);
-  EXPECT_NEAR(std::stod(r[col("final.test_acc_sd")]), 0.02, 1e-9);
+  EXPECT_NEAR(std::stod(r[col("final_test_acc_mean")]), 0.93, 1e-9);
+  EXPECT_NEAR(std::stod(r[col("final_test_acc_sd")]), 0.02, 1e-9);
   const double half = 4.3027 * 0.02 / std::sqrt(3.0);
-  EXPECT_NEAR(std::stod(r[col("final.test_acc_ci95_low")]), 0.93 - half, 1e-5);
-  EXPECT_NEAR(std::stod(r[col("final.test_acc_ci95_high")]), 0.93 + half, 1e-5);
+  EXPECT_NEAR(std::stod(r[col("final_test_acc_ci95_low")]), 0.93 - half, 1e-5);
+  EXPECT_NEAR(std::stod(r[col("final_test_acc_ci95_high")]), 0.93 + half, 1e-5);
   EXPECT_EQ(r[col("family")], "resnet");
   // vit at 1.0: two of three runs finished: 0.90, 0.90.
   EXPECT_EQ(rows[4][col("n")], "2");
   EXPECT_EQ(rows[4][col("planned")], "3");
-  EXPECT_NEAR(std::stod(rows[4][col("final.test_acc_mean")]), 0.90, 1e-9);
-  EXPECT_NEAR(std::stod(rows[4][col("final.test_acc_sd")]), 0.0, 1e-9);
+  EXPECT_NEAR(std::stod(rows[4][col("final_test_acc_mean")]), 0.90, 1e-9);
+  EXPECT_NEAR(std::stod(rows[4][col("final_test_acc_sd")]), 0.0, 1e-9);
 
   const auto results = read_csv(f.layout.root / "report" / "results.csv");
   ASSERT_EQ(results.size(), 13u);
   EXPECT_EQ(results[0][0], "run");
+  // One column per metric: the report metric (final.test_acc) is the final_test_acc column.
+  EXPECT_EQ(std::count(results[0].begin(), results[0].end(), "final_test_acc"), 1);
+  EXPECT_EQ(std::count(results[0].begin(), results[0].end(), "final.test_acc"), 0);
   int missing = 0;
   for (const auto& row : results) missing += row[5] == "missing";  // run, 4 swept keys, state
   EXPECT_EQ(missing, 1);

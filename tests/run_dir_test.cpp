@@ -28,7 +28,21 @@ TEST(RunDirTiming, RowsCarryThePhasesAndSumIntoTheBreakdown) {
   EXPECT_DOUBLE_EQ(d["checkpoints_and_metrics"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(d["progress_and_other"].get<double>(), 1.0);  // 22 - 1 - 18 - 2
   // Non-compute: data 1 + writes 0.5 + other 1 over 22 + 4 + 0.5 seconds of epochs.
-  EXPECT_NEAR(j["non_compute_share"].get<double>(), 2.5 / 26.5, 1e-12);
+  EXPECT_DOUBLE_EQ(j["non_compute_share"].get<double>(), 0.0943);  // 2.5 / 26.5 to 4 decimals
+}
+
+TEST(RunDirTiming, SumsOfMillisecondCellsPrintAsMilliseconds) {
+  // 0.017 + 0.035 is 0.052000000000000005 in doubles; timing.json must say 0.052.
+  const std::string csv = "epoch,train_s,data_s,compute_s,optim_s,eval_s,save_s,images_per_s\n"
+                          "1,3.100,0.010,3.000,0.017,1.100,0.030,100.0\n"
+                          "2,3.300,0.020,3.200,0.035,1.200,0.040,100.0\n";
+  const auto j = run_dir::timing_summary(csv, 21.2624040771, 641);
+  const std::string text = j.dump();
+  EXPECT_NE(text.find("\"optimizer\":0.052,"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"train_time_s\":6.4}"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"last_process_wall_time_s\":21.262,"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"train_images_per_s\":100.2"), std::string::npos) << text;  // 641 / 6.4
+  EXPECT_NE(text.find("\"progress_and_other\":0.118"), std::string::npos) << text;  // 6.4 - 0.03 - 6.2 - 0.052
 }
 
 TEST(RunDirTiming, KeptRowsStopAtTheResumedEpochAndConvertTheOldFormat) {

@@ -1,7 +1,8 @@
 #pragma once
 // An advisory lock on a file (flock): one process at a time in a run or sweep
 // directory. The kernel releases it when the holder exits, however it exits, so a
-// lock left by a killed process never blocks the next one.
+// lock left by a killed process never blocks the next one. The holder removes the file
+// when it releases the lock normally; a killed holder leaves it, harmless.
 #include <filesystem>
 
 namespace biaslab {
@@ -10,7 +11,7 @@ class FileLock {
  public:
   /// Tries to lock `path` (created if missing) without waiting; see held().
   explicit FileLock(const std::filesystem::path& path);
-  ~FileLock();
+  ~FileLock();  ///< removes the file (when held) and releases the lock
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
@@ -20,6 +21,7 @@ class FileLock {
   long holder_pid() const { return holder_pid_; }
 
  private:
+  std::filesystem::path path_;
   int fd_ = -1;
   bool held_ = false;
   long holder_pid_ = 0;

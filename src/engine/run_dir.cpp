@@ -215,9 +215,17 @@ std::string kept_timing_rows(const fs::path& file, int64_t up_to_epoch) {
   return out;
 }
 
+namespace {
+// Measured seconds and rates keep the resolution they were measured to: sums of
+// millisecond cells are computed in whole milliseconds (0.052, not 0.052000000000000005).
+// round_to(v, 1000) is v to 3 decimals, correctly rounded, so it prints as such.
+double round_to(double v, double per_unit) { return std::round(v * per_unit) / per_unit; }
+double ms(int64_t millis) { return double(millis) / 1e3; }
+}  // namespace
+
 json timing_summary(const std::string& timing_csv, double wall_s, int64_t images_seen) {
-  // Column sums: train, data, compute, optim, eval, save.
-  double sum[6] = {0, 0, 0, 0, 0, 0};
+  // Column sums in milliseconds: train, data, compute, optim, eval, save.
+  int64_t sum[6] = {0, 0, 0, 0, 0, 0};
   std::istringstream in(timing_csv);
   std::string line;
   std::getline(in, line);
@@ -225,25 +233,27 @@ json timing_summary(const std::string& timing_csv, double wall_s, int64_t images
     std::istringstream row(line);
     std::string cell;
     std::getline(row, cell, ',');  // epoch
-    for (double& s : sum) {
+    for (int64_t& s : sum) {
       std::getline(row, cell, ',');
-      s += std::stod(cell);
+      s += std::llround(1e3 * std::stod(cell));
     }
   }
-  const auto [train_s, data_s, compute_s, optim_s, eval_s, save_s] = std::tuple(sum[0], sum[1], sum[2], sum[3], sum[4], sum[5]);
-  const double other_s = std::max(0.0, std::round(1e3 * (train_s - data_s - compute_s - optim_s)) / 1e3);
-  const double epochs_s = train_s + eval_s + save_s;
-  auto share = [&](double s) { return epochs_s > 0 ? s / epochs_s : 0.0; };
-  return {{"train_time_s", train_s},
-          {"eval_time_s", eval_s},
-          {"train_images_per_s", train_s > 0 ? double(images_seen) / train_s : 0.0},
-          {"last_process_wall_time_s", wall_s},
+  const auto [train_ms, data_ms, compute_ms, optim_ms, eval_ms, save_ms] =
+      std::tuple(sum[0], sum[1], sum[2], sum[3], sum[4], sum[5]);
+  const int64_t other_ms = std::max<int64_t>(0, train_ms - data_ms - compute_ms - optim_ms);
+  const int64_t epochs_ms = train_ms + eval_ms + save_ms;
+  auto share = [&](int64_t s) { return epochs_ms > 0 ? round_to(double(s) / double(epochs_ms), 1e4) : 0.0; };
+  return {{"train_time_s", ms(train_ms)},
+          {"eval_time_s", ms(eval_ms)},
+          {"train_images_per_s", train_ms > 0 ? round_to(1e3 * double(images_seen) / double(train_ms), 10) : 0.0},
+          {"last_process_wall_time_s", round_to(wall_s, 1e3)},
           {"breakdown_s",
-           {{"data", data_s}, {"forward_backward", compute_s}, {"optimizer", optim_s}, {"evaluation", eval_s},
-            {"checkpoints_and_metrics", save_s}, {"progress_and_other", other_s}}},
+           {{"data", ms(data_ms)}, {"forward_backward", ms(compute_ms)}, {"optimizer", ms(optim_ms)},
+            {"evaluation", ms(eval_ms)}, {"checkpoints_and_metrics", ms(save_ms)},
+            {"progress_and_other", ms(other_ms)}}},
           // Waiting for data, writing files and the progress display, as a share of the
           // epochs' wall time (training + evaluation + epoch-end writes).
-          {"non_compute_share", share(data_s + save_s + other_s)}};
+          {"non_compute_share", share(data_ms + save_ms + other_ms)}};
 }
 
 std::string timing_row(const EpochTiming& t) {

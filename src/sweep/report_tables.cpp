@@ -1,6 +1,7 @@
 // results.csv, summary.csv and the Markdown table of `biaslab report`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "sweep/report_internal.h"
@@ -19,22 +20,37 @@ std::string num(double v, const char* format = "{:.6g}") {
   return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : "";
 }
 
+// CSV headers spell a summary.json path with underscores: final.test_acc -> final_test_acc.
+std::string column_stem(std::string metric) {
+  for (char& c : metric)
+    if (c == '.') c = '_';
+  return metric;
+}
+
+// The metrics every results.csv row has; the report metric gets a column of its own only
+// when it is none of them.
+const std::vector<std::string> kFixedMetricColumns = {"final_test_acc", "final_test_loss", "best_test_acc",
+                                                      "best_val_acc"};
+
 }  // namespace
 
 std::string results_csv(const Plan& plan, const std::vector<RunResult>& results) {
   std::string csv = "run";
   for (const auto& k : plan.keys) csv += "," + csv_cell(k);
+  const std::string metric = column_stem(plan.report.metric);
+  const bool metric_column =
+      std::find(kFixedMetricColumns.begin(), kFixedMetricColumns.end(), metric) == kFixedMetricColumns.end();
   csv += ",state,family,preset,parameters,flops_per_image,train_size,images_seen,steps,epochs," +
-         csv_cell(plan.report.metric) +
-         ",final_test_acc,final_test_loss,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason\n";
+         (metric_column ? csv_cell(metric) + "," : std::string()) +
+         "final_test_acc,final_test_loss,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason\n";
   for (const auto& r : results) {
     csv += csv_cell(r.run->name);
     for (const auto& k : plan.keys) csv += "," + csv_cell(value_of(*r.run, k));
-    csv += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.state, r.family, r.preset,
+    csv += fmt::format(",{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{},{},{}\n", r.state, r.family, r.preset,
                        r.complete ? std::to_string(r.parameters) : "", r.complete ? std::to_string(r.flops_per_image) : "",
                        r.complete ? std::to_string(r.train_size) : "", r.complete ? std::to_string(r.images_seen) : "",
                        r.complete ? std::to_string(r.steps) : "", r.complete ? std::to_string(r.epochs) : "",
-                       num(r.metric), num(r.final_test_acc), num(r.final_test_loss),
+                       metric_column ? num(r.metric) + "," : std::string(), num(r.final_test_acc), num(r.final_test_loss),
                        r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
                        num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
   }
@@ -42,13 +58,13 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results)
 }
 
 SummaryTables summary_tables(const Plan& plan, const Grouping& g) {
-  const std::string m = plan.report.metric;
+  const std::string m = column_stem(plan.report.metric);
   std::string scsv;
   for (const auto& k : g.keys) scsv += csv_cell(k) + ",";
   scsv += "family,train_size,n,planned," + m + "_mean," + m + "_sd," + m + "_ci95_low," + m + "_ci95_high\n";
   std::string md = "| ";
   for (const auto& k : g.keys) md += last_component(k) + " | ";
-  md += "family | train images | n | " + metric_name(m) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |\n|";
+  md += "family | train images | n | " + metric_name(plan.report.metric) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |\n|";
   for (size_t i = 0; i < g.keys.size() + 7; ++i) md += "---|";
   md += "\n";
   for (const auto& grp : g.groups) {
