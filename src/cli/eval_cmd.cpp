@@ -36,12 +36,18 @@ void register_eval(CLI::App& app) {
                           {"test_loss", r.test.loss},
                           {"test_acc", r.test.accuracy},
                           {"test_size", r.test.count}};
+    if (!std::isnan(r.test.top5)) out["test_top5_acc"] = r.test.top5;
     if (!r.recorded.is_null()) {
       const double acc = r.recorded.at("acc").get<double>();
       const double loss = r.recorded.at("loss").get<double>();
       out["recorded_test_acc"] = acc;
       out["recorded_test_loss"] = loss;
-      out["matches_recorded"] = acc == r.test.accuracy && std::abs(loss - r.test.loss) <= 1e-6 * std::max(1.0, loss);
+      bool matches = acc == r.test.accuracy && std::abs(loss - r.test.loss) <= 1e-6 * std::max(1.0, loss);
+      if (r.recorded.contains("top5_acc")) {
+        out["recorded_test_top5_acc"] = r.recorded["top5_acc"];
+        matches = matches && r.recorded["top5_acc"].get<double>() == r.test.top5;
+      }
+      out["matches_recorded"] = matches;
     }
     if (args->json) {
       std::cout << out.dump(2) << "\n";
@@ -49,8 +55,9 @@ void register_eval(CLI::App& app) {
     }
     std::cout << "checkpoint: " << r.checkpoint << (args->req.ema ? " (EMA weights)" : "")
               << fmt::format(", epoch {}, step {}\n", r.epoch, r.step)
-              << fmt::format("test: {} images, loss {:.6f}, accuracy {:.2f}%\n", r.test.count, r.test.loss,
-                             100 * r.test.accuracy);
+              << fmt::format("test: {} images, loss {:.6f}, accuracy {:.2f}%{}\n", r.test.count, r.test.loss,
+                             100 * r.test.accuracy,
+                             std::isnan(r.test.top5) ? "" : fmt::format(", top-5 {:.2f}%", 100 * r.test.top5));
     if (out.contains("matches_recorded")) {
       std::cout << fmt::format("recorded in summary.json: loss {:.6f}, accuracy {:.2f}% -> {}\n",
                                out["recorded_test_loss"].get<double>(), 100 * out["recorded_test_acc"].get<double>(),

@@ -10,7 +10,8 @@ namespace biaslab {
 
 EvalSums::EvalSums(c10::Device device)
     : loss_sum(torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device))),
-      correct(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device))) {}
+      correct(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device))),
+      correct5(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device))) {}
 
 void accumulate_eval_batch(Classifier& model, const torch::Tensor& x, const torch::Tensor& y, c10::Device device,
                            const std::string& precision, EvalSums& sums) {
@@ -24,6 +25,10 @@ void accumulate_eval_batch(Classifier& model, const torch::Tensor& x, const torc
                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                        .to(torch::kDouble);
   sums.correct += (logits.argmax(1) == y).sum();
+  if (reports_top5(logits.size(1))) {
+    sums.has_top5 = true;
+    sums.correct5 += (std::get<1>(logits.topk(5, 1)) == y.unsqueeze(1)).any(1).sum();
+  }
 }
 
 EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, const std::string& precision,
@@ -41,15 +46,17 @@ EvalMetrics evaluate(Classifier& model, Loader& loader, c10::Device device, cons
   model.train(was_training);
   EvalMetrics m;
   m.count = loader.size();
-  double totals[2] = {sums.loss_sum.item<double>(), double(sums.correct.item<int64_t>())};
+  // totals[3] > 0: some rank evaluated a batch of more than 5 classes (a rank may have none).
+  double totals[4] = {sums.loss_sum.item<double>(), double(sums.correct.item<int64_t>()),
+                      double(sums.correct5.item<int64_t>()), sums.has_top5 ? 1.0 : 0.0};
   if (comm) {
-    const auto reduced = comm->sum({totals[0], totals[1]}, "evaluation");
-    totals[0] = reduced[0];
-    totals[1] = reduced[1];
+    const auto reduced = comm->sum({totals[0], totals[1], totals[2], totals[3]}, "evaluation");
+    for (int i = 0; i < 4; ++i) totals[i] = reduced[size_t(i)];
   }
   if (m.count > 0) {
     m.loss = totals[0] / double(m.count);
     m.accuracy = totals[1] / double(m.count);
+    if (totals[3] > 0) m.top5 = totals[2] / double(m.count);
   }
   return m;
 }

@@ -1,7 +1,9 @@
 #pragma once
-// Evaluation: mean cross-entropy and top-1 accuracy over a whole loader.
+// Evaluation: mean cross-entropy, top-1 and (over more than 5 classes) top-5 accuracy
+// over a whole loader.
 #include <c10/core/Device.h>
 
+#include <limits>
 #include <string>
 
 #include "data/loader.h"
@@ -15,6 +17,8 @@ class Communicator;
 struct EvalMetrics {
   double loss = 0.0;      ///< mean cross-entropy (no label smoothing)
   double accuracy = 0.0;  ///< top-1, in [0, 1]
+  /// Top-5, in [0, 1]; NaN when the model has 5 classes or fewer (it would always be 1).
+  double top5 = std::numeric_limits<double>::quiet_NaN();
   int64_t count = 0;
 };
 
@@ -23,7 +27,12 @@ struct EvalSums {
   explicit EvalSums(c10::Device device);
   torch::Tensor loss_sum;  ///< float64, summed cross-entropy (no label smoothing)
   torch::Tensor correct;   ///< int64
+  torch::Tensor correct5;  ///< int64: label among the 5 largest logits (more than 5 classes)
+  bool has_top5 = false;   ///< set by the first batch with more than 5 classes
 };
+
+/// Whether top-5 accuracy means anything for `num_classes` classes.
+inline bool reports_top5(int64_t num_classes) { return num_classes > 5; }
 
 /// What evaluation does with one batch (`model` already in eval mode, under no_grad): the
 /// forward pass under autocast for `precision`, then adds its sums to `sums`. Shared with

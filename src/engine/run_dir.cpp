@@ -23,9 +23,18 @@ const std::vector<std::string> kRunFiles = {"config.yaml", "meta.json",   "metri
 // Where a run can resume from, most recent first.
 const std::vector<std::string> kResumeCandidates = {"last.pt", "last.prev.pt", "best.pt"};
 
-std::string csv_header(bool ema) {
+std::string csv_header(bool ema, bool top5) {
   return std::string("epoch,step,lr,train_loss,train_acc,val_loss,val_acc,test_loss,test_acc,") +
-         (ema ? "ema_val_loss,ema_val_acc,ema_test_loss,ema_test_acc," : "") + "skipped_steps\n";
+         (top5 ? "val_top5_acc,test_top5_acc," : "") +
+         (ema ? "ema_val_loss,ema_val_acc,ema_test_loss,ema_test_acc," : "") +
+         (ema && top5 ? "ema_val_top5_acc,ema_test_top5_acc," : "") + "skipped_steps\n";
+}
+
+// Top-5 columns when the run measured top-5 (more than 5 classes).
+bool has_top5(const TrainState& s) {
+  for (const auto& r : s.history)
+    if (r.evaluated && r.test.has_top5()) return true;
+  return false;
 }
 
 std::string num(double v) { return fmt::format("{:.8g}", v); }
@@ -38,6 +47,13 @@ json epoch_json(const EpochRecord& r) {
     j.update({{"ema_test_loss", r.ema_test.loss}, {"ema_test_acc", r.ema_test.acc}});
     if (r.has_val) j.update({{"ema_val_loss", r.ema_val.loss}, {"ema_val_acc", r.ema_val.acc}});
   }
+  auto top5 = [&](const char* key, bool present, const EvalPair& p) {
+    if (present && p.has_top5()) j[key] = p.top5;
+  };
+  top5("test_top5_acc", true, r.test);
+  top5("val_top5_acc", r.has_val, r.val);
+  top5("ema_test_top5_acc", r.has_ema, r.ema_test);
+  top5("ema_val_top5_acc", r.has_ema && r.has_val, r.ema_val);
   return j;
 }
 
@@ -137,14 +153,18 @@ void remove_stale_temporaries(const fs::path& dir) {
 }
 
 std::string metrics_csv(const TrainState& s, bool ema) {
-  std::string out = csv_header(ema);
+  const bool top5 = has_top5(s);
+  std::string out = csv_header(ema, top5);
+  auto top5_cell = [](bool present, const EvalPair& p) { return present && p.has_top5() ? num(p.top5) : ""; };
   for (const auto& r : s.history) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},", r.epoch, r.step, num(r.lr), num(r.train_loss), num(r.train_acc),
                        r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", r.evaluated ? num(r.test.loss) : "",
                        r.evaluated ? num(r.test.acc) : "");
+    if (top5) out += top5_cell(r.has_val, r.val) + "," + top5_cell(r.evaluated, r.test) + ",";
     if (ema)
       out += fmt::format("{},{},{},{},", r.has_val ? num(r.ema_val.loss) : "", r.has_val ? num(r.ema_val.acc) : "",
                          r.has_ema ? num(r.ema_test.loss) : "", r.has_ema ? num(r.ema_test.acc) : "");
+    if (ema && top5) out += top5_cell(r.has_val, r.ema_val) + "," + top5_cell(r.has_ema, r.ema_test) + ",";
     out += fmt::format("{}\n", r.skipped_steps);
   }
   return out;

@@ -27,10 +27,14 @@ double real(const json& j) {
 }
 }  // namespace
 
-static void to_json(json& j, const EvalPair& p) { j = {{"loss", real(p.loss)}, {"acc", real(p.acc)}}; }
+static void to_json(json& j, const EvalPair& p) {
+  j = {{"loss", real(p.loss)}, {"acc", real(p.acc)}};
+  if (p.has_top5()) j["top5"] = real(p.top5);
+}
 static void from_json(const json& j, EvalPair& p) {
   p.loss = real(j.at("loss"));
   p.acc = real(j.at("acc"));
+  if (j.contains("top5")) p.top5 = real(j.at("top5"));  // absent: 5 classes or fewer, or an older checkpoint
 }
 
 static void to_json(json& j, const EpochRecord& r) {

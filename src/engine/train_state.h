@@ -4,7 +4,9 @@
 // bookkeeping. Stored as JSON inside every checkpoint (doubles round-trip exactly),
 // so a resumed run rebuilds metrics.csv and summary.json bit for bit.
 // Wall-clock timings are deliberately not part of it (see timing.csv).
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,10 @@ namespace biaslab {
 struct EvalPair {
   double loss = 0.0;
   double acc = 0.0;
+  /// Top-5 accuracy; NaN when not measured (5 classes or fewer, or a checkpoint from
+  /// before top-5 was recorded).
+  double top5 = std::numeric_limits<double>::quiet_NaN();
+  bool has_top5() const { return !std::isnan(top5); }
 };
 
 struct EpochRecord {

@@ -93,7 +93,9 @@ json recorded_test_metrics(const fs::path& checkpoint, int64_t epoch, bool ema) 
   // The recorded numbers belong to this checkpoint only if it is the one summary.json describes.
   if (entry.value("epoch", int64_t(-1)) != epoch || !entry.contains(prefix + "acc") || !entry.contains(prefix + "loss"))
     return nullptr;
-  return {{"loss", entry[prefix + "loss"]}, {"acc", entry[prefix + "acc"]}};
+  json recorded = {{"loss", entry[prefix + "loss"]}, {"acc", entry[prefix + "acc"]}};
+  if (entry.contains(prefix + "top5_acc")) recorded["top5_acc"] = entry[prefix + "top5_acc"];
+  return recorded;
 }
 
 EvalReport evaluate_run(const EvalRequest& req) {

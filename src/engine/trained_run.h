@@ -39,7 +39,7 @@ TrainedModel load_trained_model(const std::filesystem::path& checkpoint, bool em
 /// when the checkpoint is not in a run directory or the run has none yet.
 nlohmann::json read_run_summary(const std::filesystem::path& checkpoint);
 
-/// The test metrics {"loss", "acc"} (EMA weights' with `ema`) summary.json recorded for
+/// The test metrics {"loss", "acc"[, "top5_acc"]} (EMA weights' with `ema`) summary.json recorded for
 /// this checkpoint -- best.pt: the "best" entry, last.pt: "final" -- when that entry is
 /// the state written after `epoch`; null otherwise.
 nlohmann::json recorded_test_metrics(const std::filesystem::path& checkpoint, int64_t epoch, bool ema);

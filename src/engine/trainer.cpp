@@ -199,7 +199,7 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   sync_->before_evaluation(running, rec.epoch);
   auto run_eval = [&](Classifier& m, Loader& l) {
     EvalMetrics e = evaluate(m, l, device_, cfg_.precision, sync_->communicator());
-    return EvalPair{e.loss, e.accuracy};
+    return EvalPair{e.loss, e.accuracy, e.top5};
   };
   // train.eval_every skips evaluation on intermediate epochs; the last epoch is always
   // evaluated, so final metrics exist and best/early stopping see evaluated epochs only.
@@ -236,10 +236,11 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
     spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {:.1f}s train (evaluated every {} epochs)", rec.epoch,
                  rec.train_loss, 100 * rec.train_acc, timing.train_s, cfg_.eval_every);
   else
-    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{} | {:.1f}s train ({}) + {:.1f}s eval",
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{}{} | {:.1f}s train ({}) + {:.1f}s eval",
                  rec.epoch, rec.train_loss, 100 * rec.train_acc,
                  rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val.loss, 100 * rec.val.acc) : "",
                  rec.test.loss, 100 * rec.test.acc,
+                 rec.test.has_top5() ? fmt::format(" top-5 {:.2f}%", 100 * rec.test.top5) : "",
                  rec.has_ema ? fmt::format(" | EMA test acc {:.2f}%", 100 * rec.ema_test.acc) : "",
                  rec.skipped_steps ? fmt::format(" | {} update(s) skipped", rec.skipped_steps) : "", timing.train_s,
                  phase_shares(timing), timing.eval_s);

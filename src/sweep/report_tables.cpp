@@ -29,8 +29,8 @@ std::string column_stem(std::string metric) {
 
 // The metrics every results.csv row has; the report metric gets a column of its own only
 // when it is none of them.
-const std::vector<std::string> kFixedMetricColumns = {"final_test_acc", "final_test_loss", "best_test_acc",
-                                                      "best_val_acc"};
+const std::vector<std::string> kFixedMetricColumns = {"final_test_acc", "final_test_loss", "final_test_top5_acc",
+                                                      "best_test_acc", "best_val_acc"};
 
 }  // namespace
 
@@ -42,15 +42,15 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results)
       std::find(kFixedMetricColumns.begin(), kFixedMetricColumns.end(), metric) == kFixedMetricColumns.end();
   csv += ",state,family,preset,parameters,flops_per_image,train_size,images_seen,steps,epochs," +
          (metric_column ? csv_cell(metric) + "," : std::string()) +
-         "final_test_acc,final_test_loss,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason\n";
+         "final_test_acc,final_test_loss,final_test_top5_acc,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason\n";
   for (const auto& r : results) {
     csv += csv_cell(r.run->name);
     for (const auto& k : plan.keys) csv += "," + csv_cell(value_of(*r.run, k));
-    csv += fmt::format(",{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{},{},{}\n", r.state, r.family, r.preset,
+    csv += fmt::format(",{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{},{},{},{}\n", r.state, r.family, r.preset,
                        r.complete ? std::to_string(r.parameters) : "", r.complete ? std::to_string(r.flops_per_image) : "",
                        r.complete ? std::to_string(r.train_size) : "", r.complete ? std::to_string(r.images_seen) : "",
                        r.complete ? std::to_string(r.steps) : "", r.complete ? std::to_string(r.epochs) : "",
-                       metric_column ? num(r.metric) + "," : std::string(), num(r.final_test_acc), num(r.final_test_loss),
+                       metric_column ? num(r.metric) + "," : std::string(), num(r.final_test_acc), num(r.final_test_loss), num(r.final_test_top5_acc),
                        r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
                        num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
   }

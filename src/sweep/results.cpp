@@ -90,6 +90,7 @@ std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan) {
         r.best_epoch = s.at("best").value("epoch", int64_t(0));
         r.final_test_acc = number_at(s, "final.test_acc");
         r.final_test_loss = number_at(s, "final.test_loss");
+        r.final_test_top5_acc = number_at(s, "final.test_top5_acc");
         r.best_test_acc = number_at(s, "best.test_acc");
         r.best_val_acc = number_at(s, "best.val_acc");
       } catch (const json::exception& e) {

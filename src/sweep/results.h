@@ -27,6 +27,7 @@ struct RunResult {
   int64_t best_epoch = 0;
   double final_test_acc = std::numeric_limits<double>::quiet_NaN();
   double final_test_loss = std::numeric_limits<double>::quiet_NaN();
+  double final_test_top5_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN: 5 classes or fewer
   double best_test_acc = std::numeric_limits<double>::quiet_NaN();
   double best_val_acc = std::numeric_limits<double>::quiet_NaN();
   double train_time_s = std::numeric_limits<double>::quiet_NaN();

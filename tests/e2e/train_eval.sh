@@ -15,12 +15,17 @@ check_run() {
   local rows
   rows=$(($(wc -l < "$dir/metrics.csv") - 1))
   [[ $rows == 3 ]] || fail "$dir/metrics.csv has $rows epoch rows, expected 3"
+  head -1 "$dir/metrics.csv" | grep -q ",test_acc,val_top5_acc,test_top5_acc," || fail "$dir/metrics.csv: no top-5 columns"
+  python3 -c "import json; f = json.load(open('$dir/summary.json'))['final']; assert f['test_top5_acc'] >= f['test_acc'], f" \
+    || fail "$dir/summary.json: no final.test_top5_acc"
   "$BIASLAB" eval "$dir" --json > "$dir/eval.json"
   python3 - "$dir/eval.json" <<'P' || fail "eval of $dir does not reproduce summary.json"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["matches_recorded"], r
 assert r["test_acc"] == r["recorded_test_acc"], r
+# Fashion-MNIST has 10 classes: top-5 accuracy is measured, recorded and reproduced.
+assert r["test_top5_acc"] == r["recorded_test_top5_acc"] >= r["test_acc"], r
 P
   echo "ok: eval reproduces $dir"
 }
