@@ -108,3 +108,33 @@ TEST(RunDirOwnership, OnlyBiaslabRunDirectoriesAreClaimedAndWipeKeepsForeignFile
   // meta.json stays until the next run replaces it: the folder remains a run directory.
   EXPECT_TRUE(run_dir::is_run_dir(run));
 }
+
+TEST(RunDirSteps, RowsAndTheRowsKeptOnResume) {
+  StepLog r;
+  r.step = 50;
+  r.epoch = 1;
+  r.lr = 0.001;
+  r.loss = 2.25;
+  r.acc = 0.125;
+  r.grad_norm = 1.5;
+  r.images_per_s = 812.345;
+  r.skipped_steps = 1;
+  EXPECT_EQ(run_dir::step_row(r), "50,1,0.001,2.25,0.125,1.5,812.3,1\n");
+  StepLog skipped;  // every step of the window skipped: no loss, accuracy or norm
+  skipped.step = 100;
+  skipped.epoch = 2;
+  skipped.skipped_steps = 50;
+  EXPECT_EQ(run_dir::step_row(skipped), "100,2,0,,,,0.0,50\n");
+
+  const test::TempDir dir;
+  const fs::path f = dir / "metrics_steps.csv";
+  const std::string header = "step,epoch,lr,train_loss,train_acc,grad_norm,images_per_s,skipped_steps\n";
+  test::write_text(f, header + "50,1,0.001,2.25,0.125,1.5,812.3,0\n100,1,0.001,2,0.25,1.5,800.0,0\n150,2,0.001,1.5");
+  EXPECT_EQ(run_dir::kept_step_rows(f, 100), header + "50,1,0.001,2.25,0.125,1.5,812.3,0\n100,1,0.001,2,0.25,1.5,800.0,0\n");
+  EXPECT_EQ(run_dir::kept_step_rows(f, 99), header + "50,1,0.001,2.25,0.125,1.5,812.3,0\n");
+  EXPECT_EQ(run_dir::kept_step_rows(f, 1000), header + "50,1,0.001,2.25,0.125,1.5,812.3,0\n100,1,0.001,2,0.25,1.5,800.0,0\n")
+      << "the row cut short by a crash is dropped";
+  EXPECT_EQ(run_dir::kept_step_rows(dir / "missing.csv", 10), header);
+  test::write_text(f, "other,header\n1,2\n");
+  EXPECT_EQ(run_dir::kept_step_rows(f, 10), header);
+}

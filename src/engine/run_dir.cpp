@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-const std::vector<std::string> kRunFiles = {"config.yaml", "meta.json",   "metrics.csv", "summary.json",
-                                            "timing.csv",  "timing.json", "train.log"};
+const std::vector<std::string> kRunFiles = {"config.yaml", "meta.json",   "metrics.csv", "metrics_steps.csv",
+                                            "summary.json", "timing.csv", "timing.json", "train.log"};
 // Where a run can resume from, most recent first.
 const std::vector<std::string> kResumeCandidates = {"last.pt", "last.prev.pt", "best.pt"};
 
@@ -279,6 +279,35 @@ json timing_summary(const std::string& timing_csv, double wall_s, int64_t images
 std::string timing_row(const EpochTiming& t) {
   return fmt::format("{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.1f}\n", t.epoch, t.train_s, t.data_s,
                      t.compute_s, t.optim_s, t.eval_s, t.save_s, t.images_per_s);
+}
+
+namespace {
+constexpr const char* kStepHeader = "step,epoch,lr,train_loss,train_acc,grad_norm,images_per_s,skipped_steps";
+constexpr size_t kStepColumns = 8;
+}  // namespace
+
+std::string kept_step_rows(const fs::path& file, int64_t up_to_step) {
+  std::string out = std::string(kStepHeader) + "\n";
+  std::ifstream in(file);
+  std::string header, line;
+  if (!std::getline(in, header) || header != kStepHeader) return out;
+  while (std::getline(in, line)) {
+    // A row cut short by a crash (no newline, too few cells) is dropped with what follows.
+    if (in.eof() || size_t(std::count(line.begin(), line.end(), ',')) != kStepColumns - 1) break;
+    try {
+      if (std::stoll(line.substr(0, line.find(','))) > up_to_step) break;
+    } catch (const std::exception&) {
+      break;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string step_row(const StepLog& r) {
+  auto cell = [](double v) { return std::isnan(v) ? std::string() : num(v); };
+  return fmt::format("{},{},{},{},{},{},{:.1f},{}\n", r.step, r.epoch, num(r.lr), cell(r.loss), cell(r.acc),
+                     cell(r.grad_norm), r.images_per_s, r.skipped_steps);
 }
 
 }  // namespace biaslab::run_dir

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "data/dataset.h"
 #include "engine/checkpoint.h"
+#include "engine/step_log.h"
 #include "engine/train_state.h"
 #include "engine/trainer.h"
 
@@ -56,6 +57,11 @@ nlohmann::json summary(const Config& cfg, const TrainState& state, const std::st
 /// timing.csv rows of `file` for epochs <= up_to_epoch, with the header.
 std::string kept_timing_rows(const std::filesystem::path& file, int64_t up_to_epoch);
 std::string timing_row(const EpochTiming& t);
+/// metrics_steps.csv rows of `file` for steps <= up_to_step, with the header; rows from
+/// the first incomplete one on (a crash mid-write) are left out.
+std::string kept_step_rows(const std::filesystem::path& file, int64_t up_to_step);
+/// One metrics_steps.csv row (loss, accuracy and gradient norm empty when NaN).
+std::string step_row(const StepLog& r);
 /// timing.json from the timing.csv content.
 nlohmann::json timing_summary(const std::string& timing_csv, double wall_s, int64_t images_seen);
 

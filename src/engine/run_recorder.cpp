@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "core/build_info.h"
+#include "core/errors.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/logging.h"
@@ -106,7 +107,16 @@ TrainerCallbacks RunRecorder::callbacks(const TrainState& state) {
   atomic_write(dir_ / "metrics.csv", run_dir::metrics_csv(state, with_ema));
   timing_csv_ = run_dir::kept_timing_rows(dir_ / "timing.csv", state.epoch);
   atomic_write(dir_ / "timing.csv", timing_csv_);
+  // Rows past the checkpoint go: the resumed run writes them again.
+  const fs::path steps_file = dir_ / "metrics_steps.csv";
+  atomic_write(steps_file, run_dir::kept_step_rows(steps_file, state.step));
+  steps_csv_.open(steps_file, std::ios::app);
+  if (!steps_csv_) throw Error(steps_file.string() + ": cannot open for appending");
   TrainerCallbacks c;
+  c.on_step_log = [this, steps_file](const StepLog& row) {
+    steps_csv_ << run_dir::step_row(row) << std::flush;
+    if (!steps_csv_) throw Error(steps_file.string() + ": write failed (disk full?)");
+  };
   c.on_epoch_end = [this, with_ema](const TrainState& s) {
     atomic_write(dir_ / "metrics.csv", run_dir::metrics_csv(s, with_ema));
   };

@@ -1,10 +1,11 @@
 #pragma once
 // The files a training run writes into its directory (rank 0 alone): meta.json,
-// config.yaml, train.log, skipped_images.txt, metrics.csv, timing.csv, the checkpoints,
-// and at the end summary.json and timing.json.
+// config.yaml, train.log, skipped_images.txt, metrics.csv, metrics_steps.csv, timing.csv,
+// the checkpoints, and at the end summary.json and timing.json.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "config/config.h"
@@ -35,8 +36,8 @@ class RunRecorder {
   void start(const std::string& given_precision, const std::string& command_line,
              const run_dir::ResumePoint* resume, const TrainState& state, const Dataset& data);
 
-  /// metrics.csv and timing.csv for `state` (the state training continues from), and the
-  /// callbacks that keep them, and the checkpoints, up to date.
+  /// metrics.csv, metrics_steps.csv and timing.csv for `state` (the state training
+  /// continues from), and the callbacks that keep them, and the checkpoints, up to date.
   TrainerCallbacks callbacks(const TrainState& state);
 
   /// summary.json and timing.json of the finished run; returns summary.json's content.
@@ -50,6 +51,7 @@ class RunRecorder {
   const RunContext& ctx_;
   Learner& learner_;
   std::string timing_csv_;
+  std::ofstream steps_csv_;  // metrics_steps.csv, appended to every train.log_every steps
   bool logging_ = false;
 };
 

@@ -82,7 +82,11 @@ std::string train_state_to_json(const TrainState& s) {
             {"finished", s.finished},
             {"stopped_early", s.stopped_early},
             {"history", s.history},
-            {"top_k", top_k}};
+            {"top_k", top_k},
+            {"window",
+             {{"steps", s.window.steps}, {"seen", s.window.seen}, {"loss_sum", real(s.window.loss_sum)},
+              {"correct", s.window.correct}, {"grad_norm_sum", real(s.window.grad_norm_sum)},
+              {"applied", s.window.applied}, {"skipped", s.window.skipped}}}};
   return j.dump();
 }
 
@@ -111,6 +115,12 @@ TrainState train_state_from_json(const std::string& text) {
     s.stopped_early = j.at("stopped_early").get<bool>();
     s.history = j.at("history").get<std::vector<EpochRecord>>();
     for (const auto& e : j.at("top_k")) s.top_k.push_back({e.at("epoch").get<int64_t>(), real(e.at("metric"))});
+    if (j.contains("window")) {  // absent in checkpoints from before metrics_steps.csv
+      const json& w = j.at("window");
+      s.window = {w.at("steps").get<int64_t>(),    w.at("seen").get<int64_t>(),     real(w.at("loss_sum")),
+                  w.at("correct").get<int64_t>(), real(w.at("grad_norm_sum")), w.at("applied").get<int64_t>(),
+                  w.at("skipped").get<int64_t>()};
+    }
     return s;
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed training state: ") + e.what());

@@ -34,6 +34,18 @@ struct EpochRecord {
   int64_t skipped_steps = 0;  ///< updates skipped for non-finite values in this epoch
 };
 
+/// Sums over the steps since the last per-step log row (train.log_every), kept in the
+/// state so that a resumed run writes the same rows as an uninterrupted one.
+struct StepWindow {
+  int64_t steps = 0;      ///< optimizer steps (skipped updates included)
+  int64_t seen = 0;       ///< images in applied updates
+  double loss_sum = 0.0;  ///< per-sample losses of applied updates
+  int64_t correct = 0;
+  double grad_norm_sum = 0.0;  ///< over applied updates
+  int64_t applied = 0;
+  int64_t skipped = 0;
+};
+
 struct TopKEntry {
   int64_t epoch = 0;
   double metric = 0.0;
@@ -61,6 +73,7 @@ struct TrainState {
   bool stopped_early = false;
   std::vector<EpochRecord> history;
   std::vector<TopKEntry> top_k;  ///< sorted, best first
+  StepWindow window;             ///< since the last per-step log row
 };
 
 std::string train_state_to_json(const TrainState& state);

@@ -65,6 +65,8 @@ void Trainer::fit(TrainState& state) {
     spdlog::info("resuming at step {}/{} (epoch {}, batch {})", state.step, total_steps_, state.epoch + 1,
                  state.batch_in_epoch);
   }
+  window_start_ = Clock::now();
+  window_images_ = 0;
   while (!state.finished && state.epoch < epochs) {
     train_epoch(state);
     // A signal during the epoch-end evaluation.
@@ -89,6 +91,7 @@ void Trainer::train_epoch(TrainState& state) {
   for (int64_t i = state.batch_in_epoch; i < batches; ++i) {
     train_step(state, i);
     state.batch_in_epoch = i + 1;
+    if (state.step % cfg_.log_every == 0 || state.step == total_steps_) log_step(state);
     fault::kill_if("kill_after_step", state.step);
     if (fault::at("sigterm_after_step", state.step)) std::raise(SIGTERM);
     if (progress.wants_update(i) && state.epoch_seen > 0) {
@@ -113,7 +116,9 @@ void Trainer::train_epoch(TrainState& state) {
   timing.epoch = state.epoch + 1;
   timing.train_s = train_s;
   timing.images_per_s = double(state.epoch_seen - seen_at_start) / std::max(train_s, 1e-9);
+  const auto end_start = Clock::now();
   end_epoch(state, timing);
+  window_start_ += Clock::now() - end_start;  // the per-step images/s counts training time only
 }
 
 void Trainer::train_step(TrainState& state, int64_t batch_index) {
@@ -149,6 +154,8 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
       state.loss_scale = scaler_->scale();
       state.scaler_good_steps = scaler_->good_steps();
       ++state.overflow_steps;
+      ++state.window.steps;
+      ++state.window.skipped;
       return;
     }
     const std::string what = fmt::format("non-finite {} at step {} (epoch {}, batch {}): loss {}, gradient norm {}",
@@ -160,6 +167,8 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
     for (size_t k = 0; k < buffers_before.size(); ++k) buffers_[k].copy_(buffers_before[k]);
     ++state.skipped_steps;
     ++state.epoch_skipped;
+    ++state.window.steps;
+    ++state.window.skipped;
     if (++state.consecutive_skips >= cfg_.max_consecutive_skips)
       throw NonFiniteError(what + "; " + std::to_string(state.consecutive_skips) +
                            " non-finite steps in a row (train.max_consecutive_skips), stopping");
@@ -180,6 +189,34 @@ void Trainer::train_step(TrainState& state, int64_t batch_index) {
   state.epoch_correct += correct;
   state.epoch_seen += n;
   state.images_seen += n;
+  StepWindow& w = state.window;
+  ++w.steps;
+  ++w.applied;
+  w.seen += n;
+  w.loss_sum += loss_v * double(n);
+  w.correct += correct;
+  w.grad_norm_sum += norm_v;
+  window_images_ += n;
+}
+
+void Trainer::log_step(TrainState& state) {
+  StepWindow& w = state.window;
+  StepLog row;
+  row.step = state.step;
+  row.epoch = state.epoch + 1;
+  row.lr = state.last_lr;
+  if (w.seen > 0) {
+    row.loss = w.loss_sum / double(w.seen);
+    row.acc = double(w.correct) / double(w.seen);
+  }
+  if (w.applied > 0) row.grad_norm = w.grad_norm_sum / double(w.applied);
+  row.images_per_s = double(window_images_) / std::max(seconds_since(window_start_), 1e-9);
+  row.skipped_steps = w.skipped;
+  row.steps = w.steps;
+  if (callbacks_.on_step_log) callbacks_.on_step_log(row);
+  w = StepWindow{};
+  window_start_ = Clock::now();
+  window_images_ = 0;
 }
 
 void Trainer::end_epoch(TrainState& state, EpochTiming timing) {

@@ -6,6 +6,7 @@
 #include <c10/core/Device.h>
 #include <torch/optim/optimizer.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "engine/ema.h"
 #include "engine/loss_scaler.h"
 #include "engine/schedule.h"
+#include "engine/step_log.h"
 #include "engine/step_sync.h"
 #include "engine/train_state.h"
 #include "models/classifier.h"
@@ -42,6 +44,8 @@ struct EpochTiming {
 };
 
 struct TrainerCallbacks {
+  /// Every train.log_every optimizer steps (global step count) and at the last step.
+  std::function<void(const StepLog&)> on_step_log;
   /// After an epoch's record was appended to state.history.
   std::function<void(const TrainState&)> on_epoch_end;
   /// Write checkpoint `name` ("last", "best", "epoch-0007") for `state`.
@@ -77,6 +81,7 @@ class Trainer {
  private:
   void train_epoch(TrainState& state);
   void train_step(TrainState& state, int64_t batch_index);
+  void log_step(TrainState& state);
   void end_epoch(TrainState& state, EpochTiming timing);
   void save(const std::string& name, const TrainState& state);
 
@@ -96,6 +101,8 @@ class Trainer {
   std::vector<torch::Tensor> buffers_;
   int64_t total_steps_ = 0;
   EpochTiming phase_;  // the current epoch's phase times so far
+  std::chrono::steady_clock::time_point window_start_;  // of the per-step log's images/s
+  int64_t window_images_ = 0;                           // images trained since window_start_
 };
 
 /// Total optimizer steps a config asks for (train.steps, else epochs x batches).

@@ -10,23 +10,30 @@ cd "$WORK"
 args=(-c "$SRC/configs/fmnist_vit_lite.yaml" --set model.depth=1 --set model.embed_dim=32 --set model.num_heads=2
       --set model.drop_rate=0.1 --set data.train_per_class=33 --set data.val_fraction=0.01 --set data.test_fraction=0.03
       --set train.batch_size=32 --set train.epochs=3 --set train.checkpoint_every=4 --set train.ema_decay=0.9
-      --set train.save_top_k=2 --set sched.warmup_steps=3 --set runtime.threads=2 --set train.log_every=1000)
+      --set train.save_top_k=2 --set sched.warmup_steps=3 --set runtime.threads=2 --set train.log_every=3)
 train() { local out=$1; shift; "$BIASLAB" train "${args[@]}" --out "$out" "$@"; }
 # Weights are compared through their fingerprints (summary.json holds the final ones,
 # eval prints those of best.pt); checkpoint files are not byte-reproducible because
 # LibTorch keys optimizer state by tensor addresses.
 fingerprint() { "$BIASLAB" eval "$1" --checkpoint "$2" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['weights_fingerprint'])"; }
+# metrics_steps.csv without its measured column (images_per_s).
+step_rows() { cut -d, -f1-6,8 "$1/metrics_steps.csv"; }
 same_as_reference() {
   local dir=$1
   for f in metrics.csv summary.json; do
     cmp -s ref/$f "$dir/$f" || fail "$dir/$f differs from the uninterrupted run"
   done
+  # Unless train.log_every changed on resume, the per-step rows are the same too.
+  [[ ${2:-} == log_every_changed ]] || diff <(step_rows ref) <(step_rows "$dir") ||
+    fail "$dir/metrics_steps.csv differs from the uninterrupted run"
   [[ $(fingerprint "$dir" best) == "$ref_best" ]] || fail "$dir: best.pt weights differ"
   echo "ok: $dir is bitwise identical to the uninterrupted run"
 }
 
 train ref > ref.log 2>&1 || { cat ref.log; fail "reference run failed"; }
 [[ $(grep -c . ref/metrics.csv) == 4 ]] || fail "reference run has $(grep -c . ref/metrics.csv) metrics lines"
+# 30 steps, a row every 3: steps 3..30.
+[[ $(grep -c . ref/metrics_steps.csv) == 11 ]] || fail "reference metrics_steps.csv: $(cat ref/metrics_steps.csv)"
 ls ref/checkpoints/epoch-*.pt | wc -l | grep -qx 2 || fail "save_top_k=2 did not keep two epoch checkpoints"
 grep -q '"weights_fingerprint"' ref/summary.json || fail "summary.json lacks the weights fingerprint"
 ref_best=$(fingerprint ref best)
@@ -56,7 +63,11 @@ same_as_reference twice
 status=0; BIASLAB_FAULT=kill_after_step:5 train moved > moved.log 2>&1 || status=$?
 [[ $status == 137 ]] || fail "moved: kill"
 "$BIASLAB" train --resume moved --set train.log_every=7 >> moved.log 2>&1 || { cat moved.log; fail "moved: resume"; }
-same_as_reference moved
+same_as_reference moved log_every_changed
+# Rows every 3 steps up to the checkpoint at step 4 the resume started from, every 7
+# after, and at the last step.
+[[ $(cut -d, -f1 moved/metrics_steps.csv | tr '\n' ' ') == "step 3 7 14 21 28 30 " ]] ||
+  fail "moved/metrics_steps.csv steps: $(cut -d, -f1 moved/metrics_steps.csv | tr '\n' ' ')"
 
 # SIGTERM: finishes the step, writes a checkpoint, exits 75; the rerun resumes.
 status=0; BIASLAB_FAULT=sigterm_after_step:11 train term > term.log 2>&1 || status=$?
