@@ -7,6 +7,11 @@ namespace CLI {
 class App;
 }
 
+namespace biaslab {
+struct ExportReport;
+struct ExportRequest;
+}
+
 namespace biaslab::cli {
 
 void register_train(CLI::App& app);
@@ -17,9 +22,13 @@ void register_data(CLI::App& app);
 void register_sweep(CLI::App& app);
 void register_report(CLI::App& app);
 void register_export(CLI::App& app);
+void register_convert(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_bench(CLI::App& app);
+
+/// What export and convert print about the file they wrote (as JSON with `json`).
+void print_export_report(const ExportReport& r, const ExportRequest& req, bool json);
 
 /// The command line as typed, for meta.json.
 const std::string& command_line();

@@ -1,4 +1,5 @@
 // biaslab eval RUN_DIR|CHECKPOINT [--checkpoint best|last] [--ema] [--set k=v]... [--json]
+// biaslab eval --weights FILE -c CONFIG [--set k=v]... [--json]
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -17,7 +18,12 @@ void register_eval(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("eval", "Recompute test metrics from a run's checkpoint");
-  cmd->add_option("target", args->target, "run directory or checkpoint file")->required();
+  cmd->add_option("target", args->target, "run directory or checkpoint file");
+  cmd->add_option("--weights", args->req.weights,
+                  "evaluate a weights file (state dict or TorchScript, torchvision names too) instead of a run")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-c,--config", args->req.config, "with --weights: the config of their model and test data")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--checkpoint", args->req.checkpoint, "which checkpoint of a run directory: best or last")
       ->check(CLI::IsMember({"best", "last"}))
       ->capture_default_str();
@@ -26,6 +32,8 @@ void register_eval(CLI::App& app) {
                   "override a value of the stored config, e.g. data.root=... (repeatable)");
   cmd->add_flag("--json", args->json, "print the result as JSON");
   cmd->callback([args] {
+    if (args->target.empty() && args->req.weights.empty())
+      throw CLI::RequiredError("a run directory or checkpoint (eval RUN_DIR), or --weights FILE -c CONFIG");
     args->req.target = args->target;
     const EvalReport r = evaluate_run(args->req);
     nlohmann::json out = {{"checkpoint", r.checkpoint},
@@ -53,8 +61,10 @@ void register_eval(CLI::App& app) {
       std::cout << out.dump(2) << "\n";
       return;
     }
-    std::cout << "checkpoint: " << r.checkpoint << (args->req.ema ? " (EMA weights)" : "")
-              << fmt::format(", epoch {}, step {}\n", r.epoch, r.step)
+    std::cout << (args->req.weights.empty() ? "checkpoint: " : "weights: ") << r.checkpoint
+              << (args->req.ema ? " (EMA weights)" : "")
+              << (args->req.weights.empty() ? fmt::format(", epoch {}, step {}", r.epoch, r.step) : std::string())
+              << "\n"
               << fmt::format("test: {} images, loss {:.6f}, accuracy {:.2f}%{}\n", r.test.count, r.test.loss,
                              100 * r.test.accuracy,
                              std::isnan(r.test.top5) ? "" : fmt::format(", top-5 {:.2f}%", 100 * r.test.top5));

@@ -9,6 +9,28 @@
 
 namespace biaslab::cli {
 
+void print_export_report(const ExportReport& r, const ExportRequest& req, bool json) {
+  const bool converted = !req.weights.empty();
+  nlohmann::json out = {{"file", r.file.string()}, {converted ? "weights" : "checkpoint", r.checkpoint},
+                        {"format", req.format},    {"bytes", r.bytes},
+                        {"tensors", r.tensors}};
+  if (req.format == "torchscript") {
+    out["check_images"] = r.check_inputs;
+    out["max_abs_diff"] = r.max_abs_diff;
+    out["meta"] = r.meta;
+  }
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("wrote {} ({:.1f} MB, {} tensors) from {}{}\n", r.file.string(), double(r.bytes) / 1e6,
+                           r.tensors, r.checkpoint, req.checkpoint == "ema" && !converted ? " (EMA weights)" : "");
+  if (req.format == "torchscript")
+    std::cout << fmt::format("checked: saved, loaded back and run on {} images: max |logit difference| to the "
+                             "native model {:.3g}\n",
+                             r.check_inputs, r.max_abs_diff);
+}
+
 void register_export(CLI::App& app) {
   struct Args {
     ExportRequest req;
@@ -33,23 +55,7 @@ void register_export(CLI::App& app) {
     args->req.target = args->target;
     args->req.out = args->out;
     const ExportReport r = export_model(args->req);
-    nlohmann::json out = {{"file", r.file.string()}, {"checkpoint", r.checkpoint}, {"format", args->req.format},
-                          {"bytes", r.bytes},        {"tensors", r.tensors}};
-    if (args->req.format == "torchscript") {
-      out["check_images"] = r.check_inputs;
-      out["max_abs_diff"] = r.max_abs_diff;
-      out["meta"] = r.meta;
-    }
-    if (args->json) {
-      std::cout << out.dump(2) << "\n";
-      return;
-    }
-    std::cout << fmt::format("wrote {} ({:.1f} MB, {} tensors) from {}{}\n", r.file.string(), double(r.bytes) / 1e6,
-                             r.tensors, r.checkpoint, args->req.checkpoint == "ema" ? " (EMA weights)" : "");
-    if (args->req.format == "torchscript")
-      std::cout << fmt::format("checked: saved, loaded back and run on {} images: max |logit difference| to the "
-                               "native model {:.3g}\n",
-                               r.check_inputs, r.max_abs_diff);
+    print_export_report(r, args->req, args->json);
   });
 }
 

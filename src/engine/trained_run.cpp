@@ -11,6 +11,7 @@
 #include "engine/memory_format.h"
 #include "engine/run_context.h"
 #include "engine/train_state.h"
+#include "export/weights.h"
 #include "models/registry.h"
 
 namespace biaslab {
@@ -73,6 +74,18 @@ TrainedModel load_trained_model(const fs::path& checkpoint, bool ema, const std:
   return out;
 }
 
+TrainedModel load_weights_model(const fs::path& weights, const fs::path& config,
+                                const std::vector<std::string>& overrides) {
+  if (config.empty())
+    throw ConfigError("--weights " + weights.string() + ": needs -c CONFIG, the config of the model and data they are for");
+  TrainedModel out;
+  out.cfg = load_config(config.string(), overrides);
+  out.model = build_model(out.cfg.model, input_spec(out.cfg.data));
+  const StateDict sd = read_state_dict(weights.string());
+  load_state_dict(*out.model, sd, {}, weights.string());
+  return out;
+}
+
 json read_run_summary(const fs::path& checkpoint) {
   const fs::path file = checkpoint.parent_path().parent_path() / "summary.json";
   if (checkpoint.parent_path().filename() != "checkpoints" || !fs::exists(file)) return nullptr;
@@ -101,13 +114,20 @@ json recorded_test_metrics(const fs::path& checkpoint, int64_t epoch, bool ema) 
 EvalReport evaluate_run(const EvalRequest& req) {
   if (req.checkpoint != "best" && req.checkpoint != "last")
     throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last");
+  const bool foreign = !req.weights.empty();
+  if (foreign && !req.target.empty())
+    throw ConfigError("--weights: evaluates a weights file instead of a run; give a run directory or --weights, not both");
+  if (foreign && req.ema) throw ConfigError("--ema: a weights file has no EMA copy; it applies to run directories");
+  if (!foreign && !req.config.empty())
+    throw ConfigError("-c/--config: applies with --weights; a run is evaluated with the config stored in it (use --set)");
   EvalReport report;
-  const fs::path checkpoint = resolve_checkpoint(req.target, req.checkpoint);
+  const fs::path checkpoint = foreign ? req.weights : resolve_checkpoint(req.target, req.checkpoint);
   report.checkpoint = checkpoint.string();
-  TrainedModel trained = load_trained_model(checkpoint, req.ema, req.overrides);
+  TrainedModel trained = foreign ? load_weights_model(req.weights, req.config, req.overrides)
+                                 : load_trained_model(checkpoint, req.ema, req.overrides);
   const Config& cfg = trained.cfg;
   // The precision the run computed in (summary.json) when the config says auto.
-  const json summary = read_run_summary(checkpoint);
+  const json summary = foreign ? json() : read_run_summary(checkpoint);
   const RunContext ctx =
       evaluation_context(cfg, summary.is_object() ? summary.value("precision", std::string()) : std::string());
   ClassifierPtr model = trained.model;
@@ -119,7 +139,7 @@ EvalReport evaluate_run(const EvalRequest& req) {
   report.weights_fingerprint = weights_fingerprint(*model);
   report.epoch = trained.epoch;
   report.step = trained.step;
-  report.recorded = recorded_test_metrics(checkpoint, trained.epoch, req.ema);
+  if (!foreign) report.recorded = recorded_test_metrics(checkpoint, trained.epoch, req.ema);
   return report;
 }
 

@@ -35,6 +35,14 @@ struct TrainedModel {
 TrainedModel load_trained_model(const std::filesystem::path& checkpoint, bool ema,
                                 const std::vector<std::string>& overrides);
 
+/// The model `config` describes (a config file, presets resolved and `overrides` applied
+/// as `train` reads it) with the weights of `weights`, a state dict or TorchScript file in
+/// any form read_state_dict accepts (torchvision names included). Every parameter and
+/// buffer must be in the file with its shape: CheckpointError naming the file and the keys
+/// otherwise. Nothing is trained or run: BatchNorm statistics stay the file's.
+TrainedModel load_weights_model(const std::filesystem::path& weights, const std::filesystem::path& config,
+                                const std::vector<std::string>& overrides);
+
 /// summary.json of the run a checkpoint belongs to (RUN_DIR/checkpoints/NAME.pt); null
 /// when the checkpoint is not in a run directory or the run has none yet.
 nlohmann::json read_run_summary(const std::filesystem::path& checkpoint);
@@ -45,7 +53,9 @@ nlohmann::json read_run_summary(const std::filesystem::path& checkpoint);
 nlohmann::json recorded_test_metrics(const std::filesystem::path& checkpoint, int64_t epoch, bool ema);
 
 struct EvalRequest {
-  std::filesystem::path target;        ///< run directory or checkpoint file
+  std::filesystem::path target;        ///< run directory or checkpoint file (empty with `weights`)
+  std::filesystem::path weights;       ///< foreign weights (load_weights_model) instead of a run
+  std::filesystem::path config;        ///< the config file that describes `weights`' model and data
   std::string checkpoint = "best";     ///< best | last (run directories only)
   bool ema = false;                    ///< evaluate the EMA weights
   std::vector<std::string> overrides;  ///< --set on the stored config

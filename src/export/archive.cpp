@@ -121,10 +121,13 @@ ExportReport export_model(const ExportRequest& req) {
   if (req.names == "torchvision" && req.format != "state_dict")
     throw ConfigError("--names torchvision applies to --format state_dict only");
   const bool ema = req.checkpoint == "ema";
-  const fs::path checkpoint = resolve_checkpoint(req.target, ema ? "last" : req.checkpoint);
-  if (!fs::is_directory(req.target) && req.out.empty())
+  const bool foreign = !req.weights.empty();
+  if (foreign && req.out.empty()) throw ConfigError("--out: required when converting a weights file");
+  const fs::path checkpoint = foreign ? req.weights : resolve_checkpoint(req.target, ema ? "last" : req.checkpoint);
+  if (!foreign && !fs::is_directory(req.target) && req.out.empty())
     throw ConfigError("--out: required when exporting a checkpoint file rather than a run directory");
-  TrainedModel trained = load_trained_model(checkpoint, ema, req.overrides);
+  TrainedModel trained = foreign ? load_weights_model(req.weights, req.config, req.overrides)
+                                 : load_trained_model(checkpoint, ema, req.overrides);
   ClassifierPtr model = trained.model;
   model->eval();
   const Config& cfg = trained.cfg;
@@ -145,7 +148,7 @@ ExportReport export_model(const ExportRequest& req) {
     return report;
   }
 
-  const json summary = read_run_summary(checkpoint);
+  const json summary = foreign ? json() : read_run_summary(checkpoint);
   ScriptMetadata meta;
   meta.class_names = cfg.data.class_names.empty() ? index_class_names(cfg.data.num_classes) : cfg.data.class_names;
   meta.image_size = cfg.data.image_size;
@@ -175,8 +178,12 @@ ExportReport export_model(const ExportRequest& req) {
                                                                      : cfg.train.precision}}},
                  {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit},
                                     {"libtorch", compat::torch_version()}}}};
-  const json recorded = recorded_test_metrics(checkpoint, trained.epoch, ema);
-  if (!recorded.is_null()) report.meta["recorded_test_acc"] = recorded["acc"];
+  if (foreign) {
+    report.meta["converted_from"] = fs::absolute(req.weights).string();
+    report.meta["trained_with"] = nullptr;  // not by biaslab: the weights came as a file
+  } else if (const json recorded = recorded_test_metrics(checkpoint, trained.epoch, ema); !recorded.is_null()) {
+    report.meta["recorded_test_acc"] = recorded["acc"];
+  }
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   const auto x = torch::randn({kCheckImages, meta.in_chans, meta.image_size, meta.image_size}, gen);
   torch::Tensor expected;

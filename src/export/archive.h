@@ -26,7 +26,9 @@ struct Module;
 namespace biaslab {
 
 struct ExportRequest {
-  std::filesystem::path target;       ///< run directory or checkpoint file
+  std::filesystem::path target;       ///< run directory or checkpoint file (empty with `weights`)
+  std::filesystem::path weights;      ///< `biaslab convert`: foreign weights instead of a run
+  std::filesystem::path config;       ///< with `weights`: the config file of their model
   std::string checkpoint = "best";    ///< best | last | ema (the EMA weights of last.pt)
   std::filesystem::path out;          ///< "" = RUN_DIR/export/<checkpoint>.pt (.state_dict.pt)
   std::string format = "torchscript";  ///< torchscript | state_dict
@@ -44,7 +46,8 @@ struct ExportReport {
   nlohmann::json meta;        ///< biaslab/meta.json (torchscript)
 };
 
-/// Writes the export atomically after checking it: a TorchScript archive is saved,
+/// Writes the export (of a run's checkpoint, or with `weights` of a weights file: `biaslab
+/// convert`) atomically after checking it: a TorchScript archive is saved,
 /// loaded back and must give the native model's logits (max |diff| <= 1e-5) on
 /// `check_inputs` random images, or nothing is written and an Error says by how much.
 ExportReport export_model(const ExportRequest& req);

@@ -7,6 +7,9 @@
   cuda_tagged FILE  writes a torch.save'd dict of two tensors whose storages say they were
                     saved from cuda:0 (what a GPU-trained model's state dict holds), values
                     weight = arange(6).view(2, 3), bias = ones(2)
+  archive DIR NAME FILE  loads FILE (the TorchScript archive `biaslab convert` wrote from
+                    DIR/NAME's weights) and prints the max |logit difference| to
+                    torchvision's output on DIR/NAME.io.pt's input
   check DIR NAME    loads DIR/NAME.biaslab.pt (a state dict biaslab wrote with torchvision
                     names) into torchvision's NAME with load_state_dict(strict=True) and
                     compares its output on DIR/NAME.biaslab_io.pt's input with biaslab's.
@@ -67,6 +70,14 @@ def check(directory, name):
     print("OK")
 
 
+def archive(directory, name, path):
+    module = torch.jit.load(path)
+    io = torch.load(f"{directory}/{name}.io.pt", weights_only=True)
+    with torch.no_grad():
+        y = module(io["input"])
+    print(f"{path} (torchvision {name}'s weights): max |logit difference| {(y - io['output']).abs().max().item():.9g}")
+
+
 def cuda_tagged(path):
     import io
     import zipfile
@@ -88,5 +99,7 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     if sys.argv[1] == "cuda_tagged":
         cuda_tagged(sys.argv[2])
+    elif sys.argv[1] == "archive":
+        archive(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         {"make": make, "check": check}[sys.argv[1]](sys.argv[2], sys.argv[3])
