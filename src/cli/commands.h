@@ -23,6 +23,7 @@ void register_sweep(CLI::App& app);
 void register_report(CLI::App& app);
 void register_export(CLI::App& app);
 void register_convert(CLI::App& app);
+void register_runs(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_bench(CLI::App& app);

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   cli::register_report(app);
   cli::register_export(app);
   cli::register_convert(app);
+  cli::register_runs(app);
   cli::register_predict(app);
   cli::register_analyze(app);
   cli::register_bench(app);

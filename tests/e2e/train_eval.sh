@@ -66,4 +66,21 @@ assert 0 <= t["non_compute_share"] < 1, t
 P
 grep -qE "s train \(data [0-9]+%, fwd/bwd [0-9]+%, update [0-9]+%\) \+ [0-9.]+s eval" resnet/train.log \
   || fail "the epoch line lacks the phase shares"
+# The runs table: both runs complete, with their accuracies (read from summary.json).
+"$BIASLAB" runs . > runs.txt
+cat runs.txt
+grep -qE "^resnet +resnet20 \(resnet\) +3000 +138/138 +complete" runs.txt || fail "runs: no complete resnet row"
+grep -q "2 run(s)" runs.txt || fail "runs: expected 2 runs"
+"$BIASLAB" runs . --csv --sort final_acc > runs.csv
+python3 - <<'P' || fail "runs --csv --sort final_acc"
+import csv, json
+rows = list(csv.DictReader(open("runs.csv")))
+assert [r["name"] for r in rows] == ["resnet", "vit"], rows  # the ResNet ends higher
+for r in rows:
+    s = json.load(open(r["name"] + "/summary.json"))
+    assert r["state"] == "complete" and float(r["final_acc"]) == round(100 * s["final"]["test_acc"], 2), (r, s["final"])
+    assert int(r["params"]) == s["model"]["parameters"] and int(r["steps"]) == s["steps"], r
+P
+expect_status 2 "--sort: unknown column 'acc'" -- "$BIASLAB" runs . --sort acc
+expect_status 2 "no such folder" -- "$BIASLAB" runs missing
 echo "train/eval end-to-end passed"
