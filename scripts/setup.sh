@@ -16,16 +16,17 @@ shift "$torch_shift"
 # The PyPI versions biaslab is tested with (torch's CUDA 13 build; runs on CPU-only machines).
 TORCH_PIP_VERSION=${TORCH_PIP_VERSION:-2.15.0}
 TORCHVISION_PIP_VERSION=${TORCHVISION_PIP_VERSION:-0.29.2}
+# The Python client the TensorBoard test reads event files back with (.venv-tensorboard).
+TENSORBOARD_PIP_VERSION=${TENSORBOARD_PIP_VERSION:-2.21.0}
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libopenblas0-pthread libgloo-dev
   libopencv-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev
-  nlohmann-json3-dev zlib1g-dev
+  nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist
-  python3 python3-torch python3-torchvision
+  python3 python3-torch python3-torchvision python3-venv python3-pip
 )
-if [[ $torch == pip ]]; then packages+=(python3-venv python3-pip); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -58,6 +59,21 @@ if [[ $torch == pip ]]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
       "torch==$TORCH_PIP_VERSION" "torchvision==$TORCHVISION_PIP_VERSION"
     echo "setup: pip install took $((SECONDS - start)) s"
+  fi
+fi
+# TensorBoard event files are written by the build against Debian's LibTorch (the pip
+# wheel's bundled protobuf rules them out there); its test reads them back with the
+# tensorboard package from PyPI. A failed install only skips that reading.
+if [[ $torch == debian ]]; then
+  tbvenv=${BIASLAB_TENSORBOARD_VENV:-$PWD/.venv-tensorboard}
+  have=$("$tbvenv/bin/python" -c 'import tensorboard; print(tensorboard.__version__)' 2>/dev/null || true)
+  if [[ $have == "$TENSORBOARD_PIP_VERSION" ]]; then
+    echo "setup: tensorboard $TENSORBOARD_PIP_VERSION already in $tbvenv"
+  else
+    echo "setup: installing tensorboard==$TENSORBOARD_PIP_VERSION from PyPI into $tbvenv"
+    /usr/bin/python3 -m venv "$tbvenv" &&
+      "$tbvenv/bin/pip" install --quiet --disable-pip-version-check "tensorboard==$TENSORBOARD_PIP_VERSION" ||
+      echo "setup: WARNING: tensorboard could not be installed; e2e_tensorboard will not read events back" >&2
   fi
 fi
 echo "setup: done"

@@ -117,6 +117,7 @@ struct TrainConfig {
   double label_smoothing = 0.0;
   double grad_clip = 0.0;        ///< max global gradient norm; 0 = off
   int64_t log_every = 50;        ///< steps between log lines when stderr is not a terminal
+  bool tensorboard = true;       ///< TensorBoard event files under RUN_DIR/tensorboard/
 };
 
 struct RuntimeConfig {

@@ -10,6 +10,7 @@
 
 #include "config/loader.h"
 #include "config/suggest.h"
+#include "config/yaml_io.h"
 #include "core/errors.h"
 #include "core/input_file.h"
 
@@ -306,6 +307,7 @@ void add_train_fields(FieldTable& t, TrainConfig& tr) {
   t.number("train.label_smoothing", tr.label_smoothing, 0.0, 1.0);
   t.number("train.grad_clip", tr.grad_clip, 0.0, 1e6);
   t.integer("train.log_every", tr.log_every, 1);
+  t.boolean("train.tensorboard", tr.tensorboard);
 }
 
 void add_runtime_fields(FieldTable& t, RuntimeConfig& r) {
@@ -428,6 +430,15 @@ std::string to_yaml(const Config& config) {
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::vector<std::pair<std::string, std::string>> config_values(const Config& config) {
+  const YAML::Node root = YAML::Load(to_yaml(config));
+  std::vector<std::pair<std::string, std::string>> out = {{"name", config.name}};
+  for (const auto& section : kSections)
+    for (const auto& kv : root[section])
+      out.emplace_back(section + "." + kv.first.as<std::string>(), yaml_value_text(kv.second, ""));
+  return out;
 }
 
 std::string data_preset_yaml(const Config& config, const std::vector<std::string>& keys) {

@@ -3,6 +3,7 @@
 // validated into a Config. This header does not expose yaml-cpp.
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -29,6 +30,10 @@ Config load_config_text(const std::string& yaml, const std::string& source_name,
 
 /// The resolved config as YAML: every key explicit, reloadable with resolve_presets=false.
 std::string to_yaml(const Config& config);
+
+/// Every key of to_yaml's output with its value as text ("model.depth" -> "6"; lists in
+/// YAML's flow style, null as ""), in to_yaml's order: the run's hyper-parameters.
+std::vector<std::pair<std::string, std::string>> config_values(const Config& config);
 
 /// Some `data` keys of `config` as a data preset file (keys without the "data."
 /// prefix, e.g. for a dataset written by `biaslab data export`).

@@ -23,6 +23,7 @@ std::string experiment_identity(const std::string& config_yaml, const std::files
   c.runtime.dist_timeout_s = 300;
   c.runtime.max_memory_gb = 0;
   c.train.log_every = 1;
+  c.train.tensorboard = true;
   return to_yaml(c);
 }
 

@@ -75,7 +75,7 @@ std::string difference(const std::string& a, const std::string& b, const std::st
                       difference(stored, requested, "stored", "requested") +
                       "); a run resumes with the config it started with (only data.root, data.workers, "
                       "runtime.threads, runtime.device, runtime.memory_format, runtime.dist_backend, "
-                      "runtime.dist_timeout_s, runtime.max_memory_gb and train.log_every may change)");
+                      "runtime.dist_timeout_s, runtime.max_memory_gb, train.log_every and train.tensorboard may change)");
   throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
                     difference(stored, requested, "stored", "requested") +
                     "); pass --force to replace it, or --out to choose another folder");

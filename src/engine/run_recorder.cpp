@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
+
+#include "config/loader.h"
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/clock.h"
@@ -31,6 +35,60 @@ json execution_json(const Config& cfg, const RunContext& ctx, bool channels_last
           {"memory_format", channels_last ? "channels_last" : "contiguous"},
           {"distributed", distributed_json(ctx)},
           {"host", hostname()}};
+}
+
+// TensorBoard's per-epoch scalars of one epoch, at the step it ended on.
+void epoch_events(EventWriter& w, const EpochRecord& r) {
+  const int64_t s = r.step;
+  w.scalar("epoch/train_loss", s, r.train_loss);
+  w.scalar("epoch/train_acc", s, r.train_acc);
+  w.scalar("epoch/lr", s, r.lr);
+  if (!r.evaluated) return;
+  auto pair = [&](const std::string& prefix, const EvalPair& p) {
+    w.scalar(prefix + "loss", s, p.loss);
+    w.scalar(prefix + "acc", s, p.acc);
+    if (p.has_top5()) w.scalar(prefix + "top5_acc", s, p.top5);
+  };
+  pair("test/", r.test);
+  if (r.has_val) pair("val/", r.val);
+  if (r.has_ema) {
+    pair("ema_test/", r.ema_test);
+    if (r.has_val) pair("ema_val/", r.ema_val);
+  }
+}
+// The tags epoch_events writes: a resumed run writes them again from its history.
+const std::vector<std::string> kEpochTags = {"epoch/", "test/", "val/", "ema_test/", "ema_val/"};
+
+void step_events(EventWriter& w, const StepLog& r) {
+  auto put = [&](const char* tag, double v) {
+    if (!std::isnan(v)) w.scalar(tag, r.step, v);
+  };
+  put("train/loss", r.loss);
+  put("train/acc", r.acc);
+  put("train/lr", r.lr);
+  put("train/grad_norm", r.grad_norm);
+  put("train/images_per_s", std::round(10 * r.images_per_s) / 10);  // as metrics_steps.csv has it
+  put("train/skipped_steps", double(r.skipped_steps));
+}
+
+// The run's hyper-parameters for TensorBoard's HParams tab: every config key, numbers
+// and booleans typed as such.
+std::map<std::string, HParam> hparams_of(const Config& cfg) {
+  std::map<std::string, HParam> out;
+  for (const auto& [key, text] : config_values(cfg)) {
+    if (text.empty()) continue;
+    if (text == "true" || text == "false") {
+      out[key] = text == "true";
+      continue;
+    }
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end && *end == '\0' && std::isfinite(v))
+      out[key] = v;
+    else
+      out[key] = text;
+  }
+  return out;
 }
 
 }  // namespace
@@ -112,13 +170,25 @@ TrainerCallbacks RunRecorder::callbacks(const TrainState& state) {
   atomic_write(steps_file, run_dir::kept_step_rows(steps_file, state.step));
   steps_csv_.open(steps_file, std::ios::app);
   if (!steps_csv_) throw Error(steps_file.string() + ": cannot open for appending");
+  if (cfg_.train.tensorboard && !kWithTensorBoard)
+    spdlog::warn("train.tensorboard: this biaslab was built without TensorBoard support "
+                 "(-DBIASLAB_WITH_TENSORBOARD=OFF); no event files are written");
+  if (cfg_.train.tensorboard && kWithTensorBoard) {
+    // The same events file continues: steps past the checkpoint go, the per-epoch scalars
+    // and hyper-parameters are written again from the state.
+    events_ = std::make_unique<EventWriter>(dir_ / "tensorboard", state.step, kEpochTags);
+    events_->session_start(hparams_of(cfg_), "");
+    for (const auto& r : state.history) epoch_events(*events_, r);
+  }
   TrainerCallbacks c;
   c.on_step_log = [this, steps_file](const StepLog& row) {
     steps_csv_ << run_dir::step_row(row) << std::flush;
     if (!steps_csv_) throw Error(steps_file.string() + ": write failed (disk full?)");
+    if (events_) step_events(*events_, row);
   };
   c.on_epoch_end = [this, with_ema](const TrainState& s) {
     atomic_write(dir_ / "metrics.csv", run_dir::metrics_csv(s, with_ema));
+    if (events_) epoch_events(*events_, s.history.back());
   };
   c.save_checkpoint = [this](const std::string& name, const TrainState& s) {
     const fs::path ckpt_dir = dir_ / "checkpoints";
@@ -146,6 +216,7 @@ json RunRecorder::finish(const TrainState& state, const std::string& selection_m
   if (learner_.shadow) summary["ema_weights_fingerprint"] = weights_fingerprint(*learner_.shadow);
   if (ctx_.comm) summary["distributed"] = distributed_json(ctx_);
   atomic_write(dir_ / "summary.json", summary.dump(2) + "\n");
+  if (events_) events_->session_end(true);
   json timing = run_dir::timing_summary(timing_csv_, wall_s, state.images_seen);
   atomic_write(dir_ / "timing.json", timing.dump(2) + "\n");
   const auto& last = state.history.back();

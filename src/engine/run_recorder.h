@@ -1,7 +1,8 @@
 #pragma once
 // The files a training run writes into its directory (rank 0 alone): meta.json,
 // config.yaml, train.log, skipped_images.txt, metrics.csv, metrics_steps.csv, timing.csv,
-// the checkpoints, and at the end summary.json and timing.json.
+// the checkpoints, tensorboard/ (train.tensorboard), and at the end summary.json and
+// timing.json.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "core/event_writer.h"
 #include "data/dataset.h"
 #include "engine/learner.h"
 #include "engine/run_context.h"
@@ -52,6 +54,7 @@ class RunRecorder {
   Learner& learner_;
   std::string timing_csv_;
   std::ofstream steps_csv_;  // metrics_steps.csv, appended to every train.log_every steps
+  std::unique_ptr<EventWriter> events_;  // tensorboard/ (train.tensorboard)
   bool logging_ = false;
 };
 
