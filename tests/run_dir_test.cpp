@@ -100,8 +100,12 @@ TEST(RunDirOwnership, OnlyBiaslabRunDirectoriesAreClaimedAndWipeKeepsForeignFile
   fs::create_directories(run / "export");
   test::write_text(run / "export" / "best.state_dict.pt", "x");
   fs::create_directories(run / "only_biaslab");
+  fs::create_directories(run / "tensorboard");
+  test::write_text(run / "tensorboard" / "events.out.tfevents.1.host.2.0", "x");
+  ASSERT_TRUE(fs::exists(run / "tensorboard" / "events.out.tfevents.1.host.2.0"));
   run_dir::wipe(run);
-  for (const char* gone : {"config.yaml", "train.log", "checkpoints/last.pt", "checkpoints/epoch-0003.pt", "export"})
+  for (const char* gone : {"config.yaml", "train.log", "checkpoints/last.pt", "checkpoints/epoch-0003.pt", "export",
+                           "tensorboard"})
     EXPECT_FALSE(fs::exists(run / gone)) << gone;
   for (const char* kept : {"notes.txt", "checkpoints/mine.pt", "only_biaslab"})
     EXPECT_TRUE(fs::exists(run / kept)) << kept;

@@ -121,6 +121,9 @@ void wipe(const fs::path& dir) {
   fs::remove(dir / "skipped_images.txt");
   remove_ours(dir / "checkpoints", is_checkpoint_name);
   remove_ours(dir / "export", is_export_name);  // archives of the model being discarded
+  remove_ours(dir / "tensorboard", [](const std::string& name) {  // its curves
+    return name.rfind("events.out.tfevents.", 0) == 0;
+  });
 }
 
 // The most advanced checkpoint that verifies; corrupt ones are reported and skipped.
