@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/csv_line.h"
 #include "core/errors.h"
 #include "core/file_lock.h"
 #include "core/fs.h"
@@ -27,17 +28,9 @@ std::vector<std::map<std::string, std::string>> read_csv_rows(const fs::path& fi
   std::ifstream in(file);
   std::string line;
   if (!std::getline(in, line)) return rows;
-  auto split = [](const std::string& s) {
-    std::vector<std::string> cells;
-    std::string cell;
-    std::istringstream cs(s);
-    while (std::getline(cs, cell, ',')) cells.push_back(cell);
-    if (!s.empty() && s.back() == ',') cells.emplace_back();
-    return cells;
-  };
-  const auto header = split(line);
+  const auto header = split_csv_line(line);
   while (std::getline(in, line)) {
-    const auto cells = split(line);
+    const auto cells = split_csv_line(line);
     std::map<std::string, std::string> row;
     for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
     rows.push_back(std::move(row));

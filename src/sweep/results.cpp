@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "core/csv_line.h"
 #include "core/errors.h"
 #include "core/fs.h"
 #include "sweep/ledger.h"
@@ -31,16 +32,8 @@ std::vector<CurvePoint> read_curve(const fs::path& file) {
   std::istringstream in(read_file(file));
   std::string line;
   std::vector<std::string> header;
-  auto split = [](const std::string& s) {
-    std::vector<std::string> cells;
-    std::string cell;
-    std::istringstream cs(s);
-    while (std::getline(cs, cell, ',')) cells.push_back(cell);
-    if (!s.empty() && s.back() == ',') cells.emplace_back();
-    return cells;
-  };
   if (!std::getline(in, line)) return curve;
-  header = split(line);
+  header = split_csv_line(line);
   const auto col = [&](const std::string& name) {
     for (size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return int(i);
@@ -48,7 +41,7 @@ std::vector<CurvePoint> read_curve(const fs::path& file) {
   };
   const int step_col = col("step"), acc_col = col("test_acc");
   while (std::getline(in, line)) {
-    const auto cells = split(line);
+    const auto cells = split_csv_line(line);
     if (int(cells.size()) <= std::max(step_col, acc_col) || cells[acc_col].empty()) continue;  // not evaluated
     try {
       curve.push_back({std::stoll(cells[step_col]), std::stod(cells[acc_col])});
