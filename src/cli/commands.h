@@ -28,6 +28,8 @@ void register_predict(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_bench(CLI::App& app);
 
+/// export's and convert's --format and --names options, into `req`.
+void add_export_format_options(CLI::App& cmd, ExportRequest& req);
 /// What export and convert print about the file they wrote (as JSON with `json`).
 void print_export_report(const ExportReport& r, const ExportRequest& req, bool json);
 

@@ -22,12 +22,7 @@ void register_convert(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", args->out, "output file")->required();
-  cmd->add_option("--format", args->req.format,
-                  "torchscript (a module with its metadata) or state_dict (tensors for Python's load_state_dict)")
-      ->capture_default_str();
-  cmd->add_option("--names", args->req.names,
-                  "state_dict key names: native, or torchvision (its VisionTransformer layout for ViTs)")
-      ->capture_default_str();
+  add_export_format_options(*cmd, args->req);
   cmd->add_option("--set", args->req.overrides, "override a config value, e.g. data.mean=[...] (repeatable)");
   cmd->add_flag("--json", args->json, "print the result as JSON");
   cmd->callback([args] {

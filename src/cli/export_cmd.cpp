@@ -9,6 +9,15 @@
 
 namespace biaslab::cli {
 
+void add_export_format_options(CLI::App& cmd, ExportRequest& req) {
+  cmd.add_option("--format", req.format,
+                 "torchscript (a module with its metadata) or state_dict (tensors for Python's load_state_dict)")
+      ->capture_default_str();
+  cmd.add_option("--names", req.names,
+                 "state_dict key names: native, or torchvision (its VisionTransformer layout for ViTs)")
+      ->capture_default_str();
+}
+
 void print_export_report(const ExportReport& r, const ExportRequest& req, bool json) {
   const bool converted = !req.weights.empty();
   nlohmann::json out = {{"file", r.file.string()}, {converted ? "weights" : "checkpoint", r.checkpoint},
@@ -43,12 +52,7 @@ void register_export(CLI::App& app) {
   cmd->add_option("--out", args->out, "output file (default: RUN_DIR/export/CHECKPOINT.pt, or .state_dict.pt)");
   cmd->add_option("--checkpoint", args->req.checkpoint, "best, last, or ema (the EMA weights of the last checkpoint)")
       ->capture_default_str();
-  cmd->add_option("--format", args->req.format,
-                  "torchscript (a module with its metadata) or state_dict (tensors for Python's load_state_dict)")
-      ->capture_default_str();
-  cmd->add_option("--names", args->req.names,
-                  "state_dict key names: native, or torchvision (its VisionTransformer layout for ViTs)")
-      ->capture_default_str();
+  add_export_format_options(*cmd, args->req);
   cmd->add_option("--set", args->req.overrides, "override a value of the stored config, e.g. data.root=... (repeatable)");
   cmd->add_flag("--json", args->json, "print the result as JSON");
   cmd->callback([args] {
