@@ -21,7 +21,7 @@ TENSORBOARD_PIP_VERSION=${TENSORBOARD_PIP_VERSION:-2.21.0}
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libopenblas0-pthread libgloo-dev
+  libtorch-dev libopenblas0-pthread libopenblas0-openmp libgloo-dev
   libopencv-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev
   nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist

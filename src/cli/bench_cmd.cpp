@@ -83,6 +83,7 @@ void run_bench(const Args& a) {
     std::cout << fmt::format("  input {}x{}x{}, precision {}, {} thread(s), device {}{}, LibTorch {}\n", in.channels,
                              in.image_size, in.image_size, cfg.train.precision, threads, device.str(),
                              uses_channels_last(cfg) ? ", channels-last" : "", compat::torch_version());
+    if (!blas_info().empty()) std::cout << fmt::format("  BLAS: {}\n", blas_info());
     std::cout << fmt::format("  {} warm-up steps, then {} repetitions x {} steps: median (min - max)\n", s.warmup,
                              s.repeats, s.steps);
     std::cout.flush();
@@ -95,6 +96,8 @@ void run_bench(const Args& a) {
               {"eval_batch_size", cfg.train.eval_batch_size},
               {"precision", cfg.train.precision},
               {"threads", threads},
+              {"blas", blas_info()},
+              {"blas_openmp_build", build::kOpenBlasOpenMP},
               {"device", device.str()},
               {"memory_format", uses_channels_last(cfg) ? "channels_last" : "contiguous"},
               {"libtorch_version", compat::torch_version()},

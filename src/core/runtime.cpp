@@ -8,11 +8,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#if defined(__linux__)
+#include <dlfcn.h>
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "core/errors.h"
+
+#include <spdlog/spdlog.h>
 
 namespace biaslab {
 
@@ -29,7 +34,38 @@ int set_threads(int threads, int processes) {
   int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()) / std::max(processes, 1);
   if (n < 1) n = 1;
   at::set_num_threads(n);
+  static bool warned = false;
+  if (n > 1 && !warned && blas_uses_pthreads()) {
+    warned = true;
+    spdlog::warn("{} is the pthreads build: its threads compete with LibTorch's OpenMP threads, which slows fp32 "
+                 "matrix products (transformers trained up to 1.9x slower, docs/performance.md); install "
+                 "libopenblas0-openmp and rebuild biaslab (scripts/setup.sh does both)",
+                 blas_info());
+  }
   return at::get_num_threads();
+}
+
+std::string blas_info() {
+#if defined(__linux__)
+  // Looked up at run time: LibTorch links its BLAS itself, biaslab does not.
+  using config_fn = char* (*)();
+  using parallel_fn = int (*)();
+  auto config = reinterpret_cast<config_fn>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  auto parallel = reinterpret_cast<parallel_fn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  if (!config || !parallel) return "";
+  std::string text = config();  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64"
+  const auto second_space = text.find(' ', text.find(' ') + 1);
+  const std::string name = text.substr(0, second_space);
+  const int mode = parallel();  // 0 sequential, 1 pthreads, 2 OpenMP
+  return name + (mode == 2 ? " (OpenMP)" : mode == 1 ? " (pthreads)" : " (sequential)");
+#else
+  return "";
+#endif
+}
+
+bool blas_uses_pthreads() {
+  const std::string info = blas_info();
+  return info.size() > 11 && info.compare(info.size() - 11, 11, "(pthreads)") == 0;
 }
 
 void seed_everything(uint64_t seed) {

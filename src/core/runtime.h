@@ -19,6 +19,15 @@ void tune_allocator();
 /// distributed job on this node (at least one each). Returns the count in effect.
 int set_threads(int threads, int processes = 1);
 
+/// The BLAS that serves LibTorch's fp32 matrix products when it is OpenBLAS, with its
+/// threading: "OpenBLAS 0.3.21 (OpenMP)", "... (pthreads)", "... (sequential)"; empty
+/// for another BLAS (e.g. the MKL inside PyPI's torch). The pthreads build's spinning
+/// workers compete with LibTorch's OpenMP team for the cores (docs/performance.md).
+std::string blas_info();
+
+/// True when blas_info() names OpenBLAS's pthreads build.
+bool blas_uses_pthreads();
+
 /// Seeds torch's global generator (and CUDA's when present).
 void seed_everything(uint64_t seed);
 

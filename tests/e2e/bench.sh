@@ -22,6 +22,9 @@ assert b["precision"] == ("bf16" if native else "fp32"), (b["precision"], native
 assert b["settings"] == {"warmup": 1, "steps": 2, "repeats": 2}
 assert b["peak"]["flops_per_s"] > 0 and b["peak"]["kernel"].startswith(("mm ", "1x1 conv")), b["peak"]
 assert b["memory_format"] == "contiguous"  # auto: the ViT stays contiguous
+# Built with the RPATH to OpenBLAS's OpenMP build: that is the one LibTorch loaded.
+if b["blas_openmp_build"]:
+    assert b["blas"].startswith("OpenBLAS") and b["blas"].endswith("(OpenMP)"), b["blas"]
 for k in ("train", "infer"):
     r = b[k]
     assert 0 < r["min"] <= r["images_per_s"] <= r["max"], r
