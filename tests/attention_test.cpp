@@ -3,7 +3,10 @@
 
 #include <cmath>
 
+#include "core/errors.h"
+#include "core/runtime.h"
 #include "core/torch_compat.h"
+#include "layers/attention_kernel.h"
 #include "layers/attention.h"
 #include "layers/init.h"
 #include "layers/mlp.h"
@@ -155,29 +158,138 @@ TEST(Attention, GpsaGateOfZeroIsPlainAttention) {
   EXPECT_TRUE(torch::allclose(gpsa(x), plain(x), 1e-6, 1e-6));
 }
 
+// Whether a matches b: elementwise (allclose) when tol_norm is 0, else by the relative
+// Frobenius error ||a - b|| / ||b|| <= tol_norm.
+static ::testing::AssertionResult tensors_agree(const torch::Tensor& a_in, const torch::Tensor& b_in, double rtol,
+                                                double atol, double tol_norm) {
+  const auto a = a_in.to(torch::kFloat), b = b_in.to(torch::kFloat);
+  const double max_diff = (a - b).abs().max().item<double>();
+  const double rel = (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
+  const bool ok = tol_norm > 0 ? rel <= tol_norm : torch::allclose(a, b, rtol, atol);
+  if (ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max diff " << max_diff << ", relative error " << rel;
+}
+
+// runtime.kernels for one scope (it is process-wide).
+struct KernelModeScope {
+  explicit KernelModeScope(const std::string& mode) { set_kernel_mode(mode); }
+  ~KernelModeScope() { set_kernel_mode("auto"); }
+};
+
+// Compares a fused-path module with the manual path on the same weights and input:
+// outputs, the input's gradient and every parameter's gradient.
+static void expect_paths_agree(const AttentionOptions& o, const torch::Tensor& x_in, double rtol, double atol,
+                               const std::string& what, double tol_norm = 0.0) {
+  Attention fused(AttentionOptions(o).fused(true)), manual(AttentionOptions(o).fused(false));
+  test::copy_shared_parameters(*fused, *manual);
+  auto xf = x_in.detach().clone().requires_grad_(true), xm = x_in.detach().clone().requires_grad_(true);
+  auto yf = fused(xf), ym = manual(xm);
+  EXPECT_TRUE(tensors_agree(yf, ym, rtol, atol, tol_norm)) << what << ": forward";
+  auto w = torch::randn_like(yf);
+  (yf * w).sum().backward();
+  (ym * w).sum().backward();
+  EXPECT_TRUE(tensors_agree(xf.grad(), xm.grad(), rtol, atol, tol_norm)) << what << ": input gradient";
+  auto gm = manual->named_parameters();
+  for (const auto& p : fused->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << what << " " << p.key();
+    EXPECT_TRUE(tensors_agree(p.value().grad(), gm[p.key()].grad(), rtol, atol, tol_norm))
+        << what << ": " << p.key() << " gradient";
+  }
+}
+
 TEST(Attention, FusedAndManualPathsAgree) {
-  if (!compat::has_fused_attention())
-    GTEST_SKIP() << "LibTorch " << compat::torch_version() << " has no fused attention (2.0+); only the manual path exists";
-  torch::manual_seed(8);
+  // runtime.kernels fused: biaslab's CPU kernel (layers/attention_kernel.h), on every
+  // LibTorch; auto: LibTorch's scaled_dot_product_attention where it has one (2.0+).
   // Global, local window, relative bias, window + relative; with a class token.
-  for (const auto& o : {AttentionOptions(16, 4), AttentionOptions(16, 4).window(3).grid(4).prefix_tokens(1),
-                        AttentionOptions(16, 4).relative_position(true).grid(4).prefix_tokens(1),
-                        AttentionOptions(16, 4).relative_position(true).window(3).grid(4).prefix_tokens(1)}) {
-    Attention fused(AttentionOptions(o).fused(true)), manual(AttentionOptions(o).fused(false));
-    test::copy_shared_parameters(*fused, *manual);
-    auto x = torch::randn({3, 17, 16});
-    auto yf = fused(x), ym = manual(x);
-    EXPECT_TRUE(torch::allclose(yf, ym, 1e-5, 1e-5)) << "window " << o.window() << " relative " << o.relative_position();
-    // Gradients too, including the relative-position table that reaches the kernel as a mask.
-    auto w = torch::randn_like(yf);
-    (yf * w).sum().backward();
-    (ym * w).sum().backward();
-    auto gm = manual->named_parameters();
-    for (const auto& p : fused->named_parameters()) {
-      ASSERT_TRUE(p.value().grad().defined()) << p.key();
-      EXPECT_TRUE(torch::allclose(p.value().grad(), gm[p.key()].grad(), 1e-4, 1e-5)) << p.key();
+  std::vector<std::string> modes = {"fused"};
+  if (compat::has_fused_attention()) modes.push_back("auto");
+  for (const auto& mode : modes) {
+    KernelModeScope scope(mode);
+    torch::manual_seed(8);
+    for (const auto& o : {AttentionOptions(16, 4), AttentionOptions(16, 4).window(3).grid(4).prefix_tokens(1),
+                          AttentionOptions(16, 4).relative_position(true).grid(4).prefix_tokens(1),
+                          AttentionOptions(16, 4).relative_position(true).window(3).grid(4).prefix_tokens(1)}) {
+      expect_paths_agree(o, torch::randn({3, 17, 16}), 1e-5, 1e-5,
+                         mode + ": window " + std::to_string(o.window()) + " relative " +
+                             std::to_string(o.relative_position()));
     }
   }
+}
+
+TEST(Attention, FusedKernelMatchesManualOnRandomShapes) {
+  // fp32: agreement to 1e-5 relative / 1e-5 absolute, forward and backward, over head
+  // counts, head widths (including ones that are not a multiple of the vector width),
+  // grids, windows, prefix tokens and batch sizes drawn at random.
+  KernelModeScope scope("fused");
+  torch::manual_seed(11);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t heads = 1 + torch::randint(4, {1}).item<int64_t>();
+    const int64_t width = heads * (1 + torch::randint(12, {1}).item<int64_t>());
+    const int64_t grid = 2 + torch::randint(5, {1}).item<int64_t>();
+    const int64_t prefix = torch::randint(2, {1}).item<int64_t>();
+    const int64_t batch = 1 + torch::randint(3, {1}).item<int64_t>();
+    const int64_t kind = trial % 4;  // global, window, relative, both
+    auto o = AttentionOptions(width, heads).grid(grid).prefix_tokens(prefix);
+    if (kind == 1 || kind == 3) o.window(grid > 3 ? 3 : 1);
+    if (kind >= 2) o.relative_position(true);
+    const std::string what = "trial " + std::to_string(trial) + ": heads " + std::to_string(heads) + " width " +
+                             std::to_string(width) + " grid " + std::to_string(grid) + " prefix " +
+                             std::to_string(prefix) + " kind " + std::to_string(kind);
+    expect_paths_agree(o, torch::randn({batch, prefix + grid * grid, width}) * 2.0, 1e-5, 1e-5, what);
+  }
+}
+
+TEST(Attention, FusedKernelInBf16) {
+  // Under bf16 autocast the manual path also rounds the scores and the weights to bf16
+  // where the kernel keeps fp32: agreement to bf16's resolution, relative error 2e-2.
+  KernelModeScope scope("fused");
+  torch::manual_seed(12);
+  auto o = AttentionOptions(32, 4).relative_position(true).window(3).grid(4).prefix_tokens(1);
+  compat::set_autocast(c10::DeviceType::CPU, true, at::kBFloat16);
+  expect_paths_agree(o, torch::randn({2, 17, 32}), 0, 0, "bf16 autocast", 2e-2);
+  compat::set_autocast(c10::DeviceType::CPU, false, at::kBFloat16);
+  compat::clear_autocast_cache();
+}
+
+TEST(Attention, KernelModeReferenceUsesTheManualPath) {
+  torch::manual_seed(13);
+  auto o = AttentionOptions(16, 4).relative_position(true).grid(3).prefix_tokens(1);
+  Attention fused(AttentionOptions(o).fused(true)), manual(AttentionOptions(o).fused(false));
+  test::copy_shared_parameters(*fused, *manual);
+  auto x = torch::randn({2, 10, 16});
+  {
+    KernelModeScope scope("reference");
+    EXPECT_TRUE(torch::equal(fused(x), manual(x)));  // the very same operators
+  }
+  KernelModeScope scope("fused");
+  EXPECT_FALSE(torch::equal(fused(x), manual(x)));  // the kernel rounds differently
+  EXPECT_THROW(set_kernel_mode("fast"), ConfigError);
+}
+
+TEST(Attention, KernelOnItsOwnAgainstTheDefinition) {
+  // attention_cpu directly, with an arbitrary differentiable bias and a random mask
+  // (every row keeps at least its diagonal), against softmax(q k^T s + bias) v.
+  torch::manual_seed(14);
+  const int64_t b = 2, n = 9, heads = 3, d = 5, c = heads * d;
+  auto qkv = torch::randn({b, n, 3 * c}, torch::requires_grad());
+  auto bias = torch::randn({heads, n, n}, torch::requires_grad());
+  auto mask = (torch::rand({n, n}) > 0.4) | torch::eye(n, torch::kBool);
+  const double scale = 0.37;
+  auto out = attention_cpu(qkv, heads, bias, mask, scale);
+  auto parts = qkv.view({b, n, 3, heads, d}).permute({2, 0, 3, 1, 4}).unbind(0);
+  auto logits = torch::matmul(parts[0], parts[1].transpose(-2, -1)) * scale + bias;
+  logits = logits.masked_fill(mask.logical_not(), -INFINITY);
+  auto ref = torch::matmul(logits.softmax(-1), parts[2]).transpose(1, 2).reshape({b, n, c});
+  EXPECT_TRUE(torch::allclose(out, ref, 1e-5, 1e-6)) << (out - ref).abs().max().item<float>();
+  auto w = torch::randn_like(out);
+  auto g_out = torch::autograd::grad({(out * w).sum()}, {qkv, bias});
+  auto g_ref = torch::autograd::grad({(ref * w).sum()}, {qkv, bias});
+  EXPECT_TRUE(torch::allclose(g_out[0], g_ref[0], 1e-5, 1e-6)) << (g_out[0] - g_ref[0]).abs().max().item<float>();
+  EXPECT_TRUE(torch::allclose(g_out[1], g_ref[1], 1e-5, 1e-6)) << (g_out[1] - g_ref[1]).abs().max().item<float>();
+  // Masked pairs get no bias gradient; bad shapes are refused.
+  EXPECT_EQ(g_out[1].masked_select(mask.logical_not().expand({heads, n, n})).abs().max().item<float>(), 0.f);
+  EXPECT_THROW(attention_cpu(qkv, 4, {}, {}, scale), c10::Error);
+  EXPECT_THROW(attention_cpu(qkv, heads, torch::zeros({heads, n, n + 1}), {}, scale), c10::Error);
 }
 
 TEST(Attention, RunsOnTheGpu_CUDA) {

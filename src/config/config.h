@@ -125,6 +125,7 @@ struct RuntimeConfig {
   int64_t seed = 0;
   std::string device = "auto";   ///< auto | cpu | cuda | cuda:N
   std::string memory_format = "auto";  ///< auto | channels_last | contiguous (engine/memory_format.h)
+  std::string kernels = "auto";        ///< auto | fused | reference (core/runtime.h)
   std::string dist_backend = "auto";   ///< auto | gloo | nccl (distributed runs; distributed/communicator.h)
   int64_t dist_timeout_s = 300;        ///< a collective waiting longer than this fails the run
   double max_memory_gb = 0.0;          ///< bound of a run's estimated memory (engine/memory_budget.h); 0 = this machine's RAM

@@ -315,6 +315,7 @@ void add_runtime_fields(FieldTable& t, RuntimeConfig& r) {
   t.integer("runtime.seed", r.seed, 0);
   t.text("runtime.device", r.device);
   t.choice("runtime.memory_format", r.memory_format, {"auto", "channels_last", "contiguous"});
+  t.choice("runtime.kernels", r.kernels, {"auto", "fused", "reference"});
   t.choice("runtime.dist_backend", r.dist_backend, {"auto", "gloo", "nccl"});
   t.integer("runtime.dist_timeout_s", r.dist_timeout_s, 1);
   t.number("runtime.max_memory_gb", r.max_memory_gb, 0.0, 1e9);

@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +68,19 @@ bool blas_uses_pthreads() {
   const std::string info = blas_info();
   return info.size() > 11 && info.compare(info.size() - 11, 11, "(pthreads)") == 0;
 }
+
+namespace {
+std::atomic<KernelMode> g_kernel_mode{KernelMode::Auto};
+}  // namespace
+
+void set_kernel_mode(const std::string& mode) {
+  if (mode == "auto") g_kernel_mode = KernelMode::Auto;
+  else if (mode == "fused") g_kernel_mode = KernelMode::Fused;
+  else if (mode == "reference") g_kernel_mode = KernelMode::Reference;
+  else throw ConfigError("runtime.kernels: '" + mode + "' is not a kernel choice; expected auto, fused or reference");
+}
+
+KernelMode kernel_mode() { return g_kernel_mode.load(); }
 
 void seed_everything(uint64_t seed) {
   torch::manual_seed(seed);  // also seeds every CUDA device when CUDA is available

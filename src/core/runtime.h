@@ -28,6 +28,18 @@ std::string blas_info();
 /// True when blas_info() names OpenBLAS's pthreads build.
 bool blas_uses_pthreads();
 
+/// Which implementation the layers with a fused kernel use (runtime.kernels):
+///   auto:      the fastest measured where it applies (docs/performance.md): LibTorch's
+///              fused attention where it has one (2.0+), its unfused operators elsewhere;
+///   fused:     biaslab's fused kernels wherever they apply (the CPU attention kernel),
+///              LibTorch's fused attention elsewhere;
+///   reference: LibTorch's unfused operators everywhere, the path every kernel is tested against.
+/// Process-wide, like the thread count: it changes speed, not results beyond rounding.
+enum class KernelMode { Auto, Fused, Reference };
+/// Sets the mode from its config spelling; throws ConfigError (naming runtime.kernels) otherwise.
+void set_kernel_mode(const std::string& mode);
+KernelMode kernel_mode();
+
 /// Seeds torch's global generator (and CUDA's when present).
 void seed_everything(uint64_t seed);
 

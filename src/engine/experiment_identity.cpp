@@ -19,6 +19,7 @@ std::string experiment_identity(const std::string& config_yaml, const std::files
   c.runtime.threads = 0;
   c.runtime.device = "auto";
   c.runtime.memory_format = "auto";
+  c.runtime.kernels = "auto";
   c.runtime.dist_backend = "auto";
   c.runtime.dist_timeout_s = 300;
   c.runtime.max_memory_gb = 0;

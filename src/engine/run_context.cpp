@@ -41,6 +41,7 @@ RunContext process_context(const Config& cfg, const std::string& precision_hint)
   ctx.precision = resolve_precision(cfg.train.precision, ctx.device);
   require_precision_device(ctx.precision, ctx.device, precision_hint);
   ctx.threads = set_threads(int(cfg.runtime.threads));
+  set_kernel_mode(cfg.runtime.kernels);
   return ctx;
 }
 
@@ -59,6 +60,7 @@ RunContext training_context(const Config& cfg) {
     set_log_rank(ctx.env.rank);
   }
   ctx.threads = set_threads(int(cfg.runtime.threads), ctx.env.local_world_size);
+  set_kernel_mode(cfg.runtime.kernels);
   seed_everything(uint64_t(cfg.runtime.seed));
   return ctx;
 }
@@ -67,6 +69,7 @@ RunContext evaluation_context(const Config& cfg, const std::string& recorded) {
   RunContext ctx;
   ctx.device = select_device(cfg.runtime.device);
   ctx.threads = set_threads(int(cfg.runtime.threads));
+  set_kernel_mode(cfg.runtime.kernels);
   ctx.precision = resolve_precision(cfg.train.precision, ctx.device);
   if (cfg.train.precision == "auto" && !recorded.empty()) ctx.precision = recorded;
   require_precision_device(ctx.precision, ctx.device, "evaluate with --set train.precision=fp32 (or bf16)");

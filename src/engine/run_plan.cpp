@@ -74,7 +74,7 @@ std::string difference(const std::string& a, const std::string& b, const std::st
     throw ConfigError("--resume " + dir.string() + ": the --set values change the run's config (" +
                       difference(stored, requested, "stored", "requested") +
                       "); a run resumes with the config it started with (only data.root, data.workers, "
-                      "runtime.threads, runtime.device, runtime.memory_format, runtime.dist_backend, "
+                      "runtime.threads, runtime.device, runtime.memory_format, runtime.kernels, runtime.dist_backend, "
                       "runtime.dist_timeout_s, runtime.max_memory_gb, train.log_every and train.tensorboard may change)");
   throw ConfigError("run directory " + dir.string() + " holds a run of a different config (" +
                     difference(stored, requested, "stored", "requested") +

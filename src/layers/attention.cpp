@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include "core/runtime.h"
 #include "core/torch_compat.h"
+#include "layers/attention_kernel.h"
 #include "layers/init.h"
 #include "layers/linear.h"
 
@@ -109,17 +111,30 @@ torch::Tensor local_attention_mask(int64_t grid, int64_t window, int64_t prefix)
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t b = x.size(0), n = x.size(1), c = x.size(2);
   const int64_t h = options.num_heads(), d = c / h;
-  // (B, N, 3C) -> (B, N, 3, H, D) -> (3, B, H, N, D)
-  auto qkv_ = linear(qkv, x).view({b, n, 3, h, d}).permute({2, 0, 3, 1, 4});
-  // unbind, not three selects: its backward stacks the three gradients in one op, where
-  // each select's backward zero-fills a full-size (3, B, H, N, D) buffer and adds into it.
-  const auto parts = qkv_.unbind(0);
-  const auto &q = parts[0], &k = parts[1], &v = parts[2];
   if (mask_.defined()) {
     TORCH_CHECK(mask_.size(0) == n, "Attention: local window built for ", mask_.size(0), " tokens, got ", n);
     if (mask_.device() != x.device()) mask_ = mask_.to(x.device());
   }
-  if (options.fused() && !keep_attn_ && !options.gated_positional() && compat::has_fused_attention()) {
+  const KernelMode mode = kernel_mode();
+  // Fused kernels keep the softmax weights inside: not for analysis (keep_attention) or
+  // GPSA's mixture of two attentions.
+  const bool fusable = options.fused() && mode != KernelMode::Reference && !keep_attn_ && !options.gated_positional();
+  auto qkv_out = linear(qkv, x);  // (B, N, 3C)
+  // biaslab's CPU kernel only when asked for (`fused`): `auto` does not pick it, because
+  // on the machines measured it is slower than LibTorch's operators (docs/performance.md).
+  if (fusable && mode == KernelMode::Fused && attention_cpu_supports(qkv_out) &&
+      (!is_training() || options.attn_drop() == 0.0)) {
+    const torch::Tensor bias = relative_position_bias_table.defined() ? relative_bias(n, x.device()) : torch::Tensor();
+    auto out = attention_cpu(qkv_out, h, bias, mask_, 1.0 / std::sqrt(double(d)));  // (B, N, C)
+    return proj_drop(linear(proj, out));
+  }
+  // (B, N, 3C) -> (B, N, 3, H, D) -> (3, B, H, N, D)
+  auto qkv_ = qkv_out.view({b, n, 3, h, d}).permute({2, 0, 3, 1, 4});
+  // unbind, not three selects: its backward stacks the three gradients in one op, where
+  // each select's backward zero-fills a full-size (3, B, H, N, D) buffer and adds into it.
+  const auto parts = qkv_.unbind(0);
+  const auto &q = parts[0], &k = parts[1], &v = parts[2];
+  if (fusable && compat::has_fused_attention()) {
     torch::Tensor mask;  // bool (may attend) or additive float
     if (relative_position_bias_table.defined()) {
       mask = relative_bias(n, x.device());

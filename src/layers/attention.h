@@ -45,9 +45,11 @@ struct AttentionOptions {
   TORCH_ARG(bool, gated_positional) = false;
   /// GPSA: sharpness alpha of the initial positional attention, exp(-alpha |r - offset_h|^2).
   TORCH_ARG(double, locality_strength) = 1.0;
-  /// Use the fused scaled_dot_product_attention kernels where the LibTorch has them
-  /// (2.0+) and the weights are not needed (keep_attention off, no GPSA); the result is
-  /// the manual path's up to rounding (tested).
+  /// Use a fused attention kernel where the weights are not needed (keep_attention off,
+  /// no GPSA) and runtime.kernels is not `reference`: with `fused`, on the CPU biaslab's
+  /// own (layers/attention_kernel.h; not with attention dropout while training);
+  /// otherwise LibTorch's scaled_dot_product_attention where it has one (2.0+). The
+  /// result is the manual path's up to rounding (tested).
   TORCH_ARG(bool, fused) = true;
 };
 
