@@ -170,12 +170,6 @@ static ::testing::AssertionResult tensors_agree(const torch::Tensor& a_in, const
   return ::testing::AssertionFailure() << "max diff " << max_diff << ", relative error " << rel;
 }
 
-// runtime.kernels for one scope (it is process-wide).
-struct KernelModeScope {
-  explicit KernelModeScope(const std::string& mode) { set_kernel_mode(mode); }
-  ~KernelModeScope() { set_kernel_mode("auto"); }
-};
-
 // Compares a fused-path module with the manual path on the same weights and input:
 // outputs, the input's gradient and every parameter's gradient.
 static void expect_paths_agree(const AttentionOptions& o, const torch::Tensor& x_in, double rtol, double atol,
@@ -204,7 +198,7 @@ TEST(Attention, FusedAndManualPathsAgree) {
   std::vector<std::string> modes = {"fused"};
   if (compat::has_fused_attention()) modes.push_back("auto");
   for (const auto& mode : modes) {
-    KernelModeScope scope(mode);
+    KernelModeScope scope(mode == "fused" ? KernelMode::Fused : KernelMode::Auto);
     torch::manual_seed(8);
     for (const auto& o : {AttentionOptions(16, 4), AttentionOptions(16, 4).window(3).grid(4).prefix_tokens(1),
                           AttentionOptions(16, 4).relative_position(true).grid(4).prefix_tokens(1),
@@ -220,7 +214,7 @@ TEST(Attention, FusedKernelMatchesManualOnRandomShapes) {
   // fp32: agreement to 1e-5 relative / 1e-5 absolute, forward and backward, over head
   // counts, head widths (including ones that are not a multiple of the vector width),
   // grids, windows, prefix tokens and batch sizes drawn at random.
-  KernelModeScope scope("fused");
+  KernelModeScope scope(KernelMode::Fused);
   torch::manual_seed(11);
   for (int trial = 0; trial < 12; ++trial) {
     const int64_t heads = 1 + torch::randint(4, {1}).item<int64_t>();
@@ -242,7 +236,7 @@ TEST(Attention, FusedKernelMatchesManualOnRandomShapes) {
 TEST(Attention, FusedKernelInBf16) {
   // Under bf16 autocast the manual path also rounds the scores and the weights to bf16
   // where the kernel keeps fp32: agreement to bf16's resolution, relative error 2e-2.
-  KernelModeScope scope("fused");
+  KernelModeScope scope(KernelMode::Fused);
   torch::manual_seed(12);
   auto o = AttentionOptions(32, 4).relative_position(true).window(3).grid(4).prefix_tokens(1);
   compat::set_autocast(c10::DeviceType::CPU, true, at::kBFloat16);
@@ -258,10 +252,10 @@ TEST(Attention, KernelModeReferenceUsesTheManualPath) {
   test::copy_shared_parameters(*fused, *manual);
   auto x = torch::randn({2, 10, 16});
   {
-    KernelModeScope scope("reference");
+    KernelModeScope scope(KernelMode::Reference);
     EXPECT_TRUE(torch::equal(fused(x), manual(x)));  // the very same operators
   }
-  KernelModeScope scope("fused");
+  KernelModeScope scope(KernelMode::Fused);
   EXPECT_FALSE(torch::equal(fused(x), manual(x)));  // the kernel rounds differently
   EXPECT_THROW(set_kernel_mode("fast"), ConfigError);
 }

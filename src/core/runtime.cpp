@@ -80,6 +80,8 @@ void set_kernel_mode(const std::string& mode) {
   else throw ConfigError("runtime.kernels: '" + mode + "' is not a kernel choice; expected auto, fused or reference");
 }
 
+void set_kernel_mode(KernelMode mode) { g_kernel_mode = mode; }
+
 KernelMode kernel_mode() { return g_kernel_mode.load(); }
 
 void seed_everything(uint64_t seed) {

@@ -30,7 +30,8 @@ bool blas_uses_pthreads();
 
 /// Which implementation the layers with a fused kernel use (runtime.kernels):
 ///   auto:      the fastest measured where it applies (docs/performance.md): LibTorch's
-///              fused attention where it has one (2.0+), its unfused operators elsewhere;
+///              fused attention where it has one (2.0+); else, in fp32 on the CPU,
+///              biaslab's attention kernel; LibTorch's unfused operators otherwise;
 ///   fused:     biaslab's fused kernels wherever they apply (the CPU attention kernel),
 ///              LibTorch's fused attention elsewhere;
 ///   reference: LibTorch's unfused operators everywhere, the path every kernel is tested against.
@@ -38,7 +39,20 @@ bool blas_uses_pthreads();
 enum class KernelMode { Auto, Fused, Reference };
 /// Sets the mode from its config spelling; throws ConfigError (naming runtime.kernels) otherwise.
 void set_kernel_mode(const std::string& mode);
+void set_kernel_mode(KernelMode mode);
 KernelMode kernel_mode();
+
+/// Sets the kernel mode for a scope and restores the previous one at its end.
+class KernelModeScope {
+ public:
+  explicit KernelModeScope(KernelMode mode) : previous_(kernel_mode()) { set_kernel_mode(mode); }
+  ~KernelModeScope() { set_kernel_mode(previous_); }
+  KernelModeScope(const KernelModeScope&) = delete;
+  KernelModeScope& operator=(const KernelModeScope&) = delete;
+
+ private:
+  KernelMode previous_;
+};
 
 /// Seeds torch's global generator (and CUDA's when present).
 void seed_everything(uint64_t seed);

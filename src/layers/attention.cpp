@@ -120,10 +120,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   // GPSA's mixture of two attentions.
   const bool fusable = options.fused() && mode != KernelMode::Reference && !keep_attn_ && !options.gated_positional();
   auto qkv_out = linear(qkv, x);  // (B, N, 3C)
-  // biaslab's CPU kernel only when asked for (`fused`): `auto` does not pick it, because
-  // on the machines measured it is slower than LibTorch's operators (docs/performance.md).
-  if (fusable && mode == KernelMode::Fused && attention_cpu_supports(qkv_out) &&
-      (!is_training() || options.attn_drop() == 0.0)) {
+  // biaslab's CPU kernel (not with dropout on the weights while training): with `fused`;
+  // with `auto` in fp32 where LibTorch has no fused attention of its own (1.13), where it
+  // measured faster than LibTorch's operators (docs/performance.md#fused-cpu-attention).
+  const bool cpu_kernel = fusable && attention_cpu_supports(qkv_out) && (!is_training() || options.attn_drop() == 0.0);
+  if (cpu_kernel && (mode == KernelMode::Fused || (qkv_out.scalar_type() == torch::kFloat &&
+                                                   !compat::has_fused_attention()))) {
     const torch::Tensor bias = relative_position_bias_table.defined() ? relative_bias(n, x.device()) : torch::Tensor();
     auto out = attention_cpu(qkv_out, h, bias, mask_, 1.0 / std::sqrt(double(d)));  // (B, N, C)
     return proj_drop(linear(proj, out));

@@ -32,36 +32,44 @@ BIASLAB_INLINE float dot(const float* a, const float* b, int64_t d) {
   return acc;
 }
 
-BIASLAB_INLINE void axpy(float alpha, const float* x, float* y, int64_t d) {
-#pragma omp simd
-  for (int64_t i = 0; i < d; ++i) y[i] += alpha * x[i];
+typedef float v8 __attribute__((vector_size(32)));    // 8 floats: one AVX register (two SSE ones)
+typedef int32_t vi8 __attribute__((vector_size(32)));  // 8 int32, for exp's exponent bits
+
+BIASLAB_INLINE v8 load8(const float* p) {
+  v8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
 
-// x[j] <- exp(x[j] - shift) for j < n, 0 where x[j] is -inf (or the result underflows).
-// Cephes' single-precision exp (range reduction by ln 2 in two parts, degree-6
-// polynomial, 2^k from the exponent bits): within 2 ulp of std::exp over [-87, 0], in
-// a loop the compiler vectorises (std::exp would be a scalar call per element).
+BIASLAB_INLINE void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
+
+// x[j] <- exp(x[j] - shift) for j < n; shift is the row maximum or its log-sum-exp, so
+// every argument is <= 0 (and -inf where masked, giving 0). Eight at a time: Cephes'
+// single-precision exp (range reduction by ln 2 in two parts, degree-6 polynomial, 2^k
+// from the exponent bits, k rounded with the 1.5 * 2^23 trick), within 2 ulp of std::exp,
+// 0 below -87; std::exp for the last n % 8.
 BIASLAB_INLINE void exp_shifted(float* x, int64_t n, float shift) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) {
-    const float t = x[j] - shift;  // <= 0 (shift is the row maximum or the log-sum-exp)
-    const float c = t < -87.0f ? -87.0f : t;
-    const float k = std::floor(c * 1.44269504088896341f + 0.5f);
-    float r = c - k * 0.693359375f;
+  int64_t j = 0;
+  const v8 zero = {};
+  for (; j + 8 <= n; j += 8) {
+    const v8 t = load8(x + j) - shift;
+    const v8 c = t < -87.0f ? zero - 87.0f : t;
+    const v8 k = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    v8 r = c - k * 0.693359375f;
     r = r + k * 2.12194440e-4f;
-    const float r2 = r * r;
-    float p = 1.9875691500e-4f;
+    const v8 r2 = r * r;
+    v8 p = zero + 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r2 + r + 1.0f;
-    const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    x[j] = t < -87.0f ? 0.0f : p * scale;
+    const vi8 bits = (__builtin_convertvector(k, vi8) + 127) << 23;
+    const v8 e = p * (v8)bits;  // the bits as floats: 2^k
+    store8(x + j, t < -87.0f ? zero : e);
   }
+  for (; j < n; ++j) x[j] = std::exp(x[j] - shift);
 }
 
 // The shapes and pointers of one (batch, head) tile. Rows of q, k, v (and of their
@@ -75,86 +83,141 @@ struct Tile {
   const bool* mask;
 };
 
-// dst (d x n) = the tile's rows src_j (n of them, d wide, ld apart) as columns.
-BIASLAB_INLINE void transpose_rows(const float* src, int64_t n, int64_t d, int64_t ld, float* dst) {
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t c = 0; c < d; ++c) dst[c * n + j] = src[j * ld + c];
+// C[MR rows][W vectors of 8 columns] = alpha A B over k < kk, with the MR x W block of C
+// kept in registers (the micro-kernel of a matrix product); B rows are ldb apart.
+template <int MR, int W>
+BIASLAB_INLINE void block(int64_t kk, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                          float* c, int64_t ldc) {
+  v8 acc[MR][W] = {};
+  for (int64_t k = 0; k < kk; ++k) {
+    v8 bv[W];
+    for (int w = 0; w < W; ++w) bv[w] = load8(b + k * ldb + 8 * w);
+    for (int r = 0; r < MR; ++r) {
+      const float ar = a[r * lda + k];
+      for (int w = 0; w < W; ++w) acc[r][w] += ar * bv[w];
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int w = 0; w < W; ++w) store8(c + r * ldc + 8 * w, alpha * acc[r][w]);
 }
 
-// Scores of query row i into s (n floats): scale q_i . k_j + bias_ij, -inf where masked;
-// kt is k transposed (d x n), so every step is a vector operation along the keys.
-BIASLAB_INLINE void scores(const Tile& t, const float* kt, int64_t i, float* s) {
-  const float* qi = t.q + i * t.ld;
-  if (t.bias) std::memcpy(s, t.bias + i * t.n, sizeof(float) * size_t(t.n));
-  else std::memset(s, 0, sizeof(float) * size_t(t.n));
-  for (int64_t c = 0; c < t.d; ++c) axpy(t.scale * qi[c], kt + c * t.n, s, t.n);
-  if (t.mask) {
-    const bool* m = t.mask + i * t.n;
-    for (int64_t j = 0; j < t.n; ++j)
-      if (!m[j]) s[j] = kNegInf;
+// Columns [j, n) of MR rows, fewer than 8: one dot product each.
+template <int MR>
+BIASLAB_INLINE void tail(int64_t j, int64_t n, int64_t kk, float alpha, const float* a, int64_t lda, const float* b,
+                         int64_t ldb, float* c, int64_t ldc) {
+  for (int r = 0; r < MR; ++r)
+    for (int64_t jj = j; jj < n; ++jj) {
+      float acc = 0.f;
+      for (int64_t k = 0; k < kk; ++k) acc += a[r * lda + k] * b[k * ldb + jj];
+      c[r * ldc + jj] = alpha * acc;
+    }
+}
+
+template <int MR>
+BIASLAB_INLINE void row_block(int64_t n, int64_t kk, float alpha, const float* a, int64_t lda, const float* b,
+                              int64_t ldb, float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) block<MR, 2>(kk, alpha, a, lda, b + j, ldb, c + j, ldc);
+  for (; j + 8 <= n; j += 8) block<MR, 1>(kk, alpha, a, lda, b + j, ldb, c + j, ldc);
+  tail<MR>(j, n, kk, alpha, a, lda, b, ldb, c, ldc);
+}
+
+// C (m x n, ldc) = alpha A (m x kk, lda) B (kk x n, ldb), all row-major.
+BIASLAB_INLINE void gemm(int64_t m, int64_t n, int64_t kk, float alpha, const float* a, int64_t lda, const float* b,
+                         int64_t ldb, float* c, int64_t ldc) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) row_block<4>(n, kk, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+  switch (m - i) {
+    case 3: row_block<3>(n, kk, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    case 2: row_block<2>(n, kk, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    case 1: row_block<1>(n, kk, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    default: break;
   }
 }
 
-// out rows (n x d, ldo apart) and the rows' log-sum-exp (n); scratch: n + d n floats.
-BIASLAB_TARGET_CLONES void forward_tile(const Tile& t, float* out, float* lse, float* scratch) {
-  float* s = scratch;
-  float* kt = scratch + t.n;
-  transpose_rows(t.k, t.n, t.d, t.ld, kt);
+// dst (cols x rows, row-major) = src (rows x cols, rows ld apart) transposed; written
+// in order (strided reads are cheaper than strided writes).
+BIASLAB_INLINE void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * ld + c];
+}
+
+// s (n x n) <- the tile's probabilities: scale q k^T + bias, -inf where masked, then
+// per row exp(. - shift_i) with shift_i the row's maximum (forward: lse_i is then
+// written) or the saved log-sum-exp (backward: rows normalised already). kt: k^T (d x n).
+BIASLAB_INLINE void probabilities(const Tile& t, const float* kt, float* s, float* lse, bool forward) {
+  gemm(t.n, t.n, t.d, t.scale, t.q, t.ld, kt, t.n, s, t.n);
   for (int64_t i = 0; i < t.n; ++i) {
-    scores(t, kt, i, s);
-    float m = kNegInf;
-    for (int64_t j = 0; j < t.n; ++j) m = s[j] > m ? s[j] : m;
-    float* oi = out + i * t.ldo;
-    std::memset(oi, 0, sizeof(float) * size_t(t.d));
-    if (m == kNegInf) {  // nothing to attend to: zero output, no gradient
+    float* si = s + i * t.n;
+    if (t.bias) {
+      const float* b = t.bias + i * t.n;
+#pragma omp simd
+      for (int64_t j = 0; j < t.n; ++j) si[j] += b[j];
+    }
+    if (t.mask) {
+      const bool* m = t.mask + i * t.n;
+      for (int64_t j = 0; j < t.n; ++j)
+        if (!m[j]) si[j] = kNegInf;
+    }
+    float shift = lse[i];
+    if (forward) {
+      shift = kNegInf;
+      for (int64_t j = 0; j < t.n; ++j) shift = si[j] > shift ? si[j] : shift;
+    }
+    if (shift == kNegInf) {  // nothing to attend to: zero output, no gradient
+      std::memset(si, 0, sizeof(float) * size_t(t.n));
       lse[i] = kNegInf;
       continue;
     }
-    exp_shifted(s, t.n, m);
-    float l = 0.f;
-    for (int64_t j = 0; j < t.n; ++j) l += s[j];
-    const float inv = 1.0f / l;
-    for (int64_t j = 0; j < t.n; ++j)
-      if (s[j] != 0.f) axpy(s[j] * inv, t.v + j * t.ld, oi, t.d);
-    lse[i] = m + std::log(l);
+    exp_shifted(si, t.n, shift);
+    if (forward) {
+      float l = 0.f;
+      for (int64_t j = 0; j < t.n; ++j) l += si[j];
+      const float inv = 1.0f / l;
+#pragma omp simd
+      for (int64_t j = 0; j < t.n; ++j) si[j] *= inv;
+      lse[i] = shift + std::log(l);
+    }
   }
 }
 
-// Gradients of one tile: dq, dk, dv (rows ld apart, dk and dv accumulated, so zeroed by
-// the caller), and ds (n x n) when dbias is not null. scratch: 2 n + 2 d n floats.
+// out rows (n x d, ldo apart) and the rows' log-sum-exp (n); scratch: d n + n n floats.
+BIASLAB_TARGET_CLONES void forward_tile(const Tile& t, float* out, float* lse, float* scratch) {
+  float* kt = scratch;
+  float* p = kt + t.d * t.n;
+  transpose(t.k, t.n, t.d, t.ld, kt);
+  probabilities(t, kt, p, lse, /*forward=*/true);
+  gemm(t.n, t.d, t.n, 1.0f, p, t.n, t.v, t.ld, out, t.ldo);  // P V
+}
+
+// Gradients of one tile: dq, dk, dv (rows ld apart, overwritten), and ds (n x n) into
+// dbias when not null. scratch: 2 d n + 3 n n floats.
 BIASLAB_TARGET_CLONES void backward_tile(const Tile& t, const float* out, const float* dout, const float* lse,
                                          float* dq, float* dk, float* dv, float* dbias, float* scratch) {
-  float* p = scratch;
-  float* dp = scratch + t.n;
-  float* kt = scratch + 2 * t.n;
-  float* vt = kt + t.d * t.n;
-  transpose_rows(t.k, t.n, t.d, t.ld, kt);
-  transpose_rows(t.v, t.n, t.d, t.ld, vt);
-  for (int64_t i = 0; i < t.n; ++i) {
-    float* dsi = dbias ? dbias + i * t.n : nullptr;
-    if (lse[i] == kNegInf) {
-      if (dsi) std::memset(dsi, 0, sizeof(float) * size_t(t.n));
-      continue;
-    }
-    const float* doi = dout + i * t.ldo;
-    const float di = dot(doi, out + i * t.ldo, t.d);  // sum_j p_ij (do_i . v_j)
-    scores(t, kt, i, p);
-    exp_shifted(p, t.n, lse[i]);  // the forward's probabilities
-    std::memset(dp, 0, sizeof(float) * size_t(t.n));
-    for (int64_t c = 0; c < t.d; ++c) axpy(doi[c], vt + c * t.n, dp, t.n);  // do_i . v_j
+  const int64_t n = t.n, d = t.d;
+  float* kt = scratch;
+  float* vt = kt + d * n;
+  float* p = vt + d * n;
+  float* ds = p + n * n;
+  float* tr = ds + n * n;
+  transpose(t.k, n, d, t.ld, kt);
+  transpose(t.v, n, d, t.ld, vt);
+  std::vector<float> lse_row(lse, lse + n);  // probabilities() may write -inf rows
+  probabilities(t, kt, p, lse_row.data(), /*forward=*/false);
+  gemm(n, n, d, 1.0f, dout, t.ldo, vt, n, ds, n);  // dP = dO V^T
+  for (int64_t i = 0; i < n; ++i) {
+    const float di = dot(dout + i * t.ldo, out + i * t.ldo, d);  // sum_j p_ij dP_ij
+    float* dsi = ds + i * n;
+    const float* pi = p + i * n;
 #pragma omp simd
-    for (int64_t j = 0; j < t.n; ++j) dp[j] = p[j] * (dp[j] - di);  // softmax backward: ds
-    if (dsi) std::memcpy(dsi, dp, sizeof(float) * size_t(t.n));
-    const float* qi = t.q + i * t.ld;
-    float* dqi = dq + i * t.ld;
-    for (int64_t j = 0; j < t.n; ++j) {
-      if (p[j] == 0.f) continue;
-      const float ds = dp[j] * t.scale;
-      axpy(p[j], doi, dv + j * t.ld, t.d);
-      axpy(ds, t.k + j * t.ld, dqi, t.d);
-      axpy(ds, qi, dk + j * t.ld, t.d);
-    }
+    for (int64_t j = 0; j < n; ++j) dsi[j] = pi[j] * (dsi[j] - di);  // softmax backward
   }
+  if (dbias) std::memcpy(dbias, ds, sizeof(float) * size_t(n * n));
+  gemm(n, d, n, t.scale, ds, n, t.k, t.ld, dq, t.ld);  // dQ = scale dS K
+  transpose(ds, n, n, n, tr);
+  gemm(n, d, n, t.scale, tr, n, t.q, t.ld, dk, t.ld);  // dK = scale dS^T Q
+  transpose(p, n, n, n, tr);
+  gemm(n, d, n, 1.0f, tr, n, dout, t.ldo, dv, t.ld);  // dV = P^T dO
 }
 
 struct Shape {
@@ -201,7 +264,7 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
     float* op = out.data_ptr<float>();
     float* lp = lse.data_ptr<float>();
     at::parallel_for(0, s.b * s.heads, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(size_t(s.n + s.d * s.n));
+      std::vector<float> scratch(size_t(s.d * s.n + s.n * s.n));
       for (int64_t bh = begin; bh < end; ++bh) {
         const Tile t = tile_of(s, qp, bp, mp, float(scale), bh);
         const int64_t b = bh / s.heads, h = bh % s.heads;
@@ -224,7 +287,7 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
     const float scale = float(ctx->saved_data["scale"].toDouble());
     const Shape s = shape_of(qkv, heads);
     const at::Tensor dout = grads[0].to(at::kFloat).contiguous();
-    auto dqkv = at::zeros_like(qkv);
+    auto dqkv = at::empty_like(qkv);  // every element is some tile's dq, dk or dv
     const bool want_bias = bias.defined() && ctx->needs_input_grad(1);
     auto dscores = want_bias ? at::empty({s.b, s.heads, s.n, s.n}, qkv.options()) : at::Tensor();
     const float* qp = qkv.data_ptr<float>();
@@ -236,7 +299,7 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
     float* dp = dqkv.data_ptr<float>();
     float* dsp = want_bias ? dscores.data_ptr<float>() : nullptr;
     at::parallel_for(0, s.b * s.heads, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(size_t(2 * s.n + 2 * s.d * s.n));
+      std::vector<float> scratch(size_t(2 * s.d * s.n + 3 * s.n * s.n));
       for (int64_t bh = begin; bh < end; ++bh) {
         const Tile t = tile_of(s, qp, bp, mp, scale, bh);
         const int64_t b = bh / s.heads, h = bh % s.heads;

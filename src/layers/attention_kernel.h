@@ -5,10 +5,10 @@
 // width 32, 1.13's fp32 `bmm` loops over the B*H slices and calls BLAS once per tiny
 // 50x50 product, which made it a third of a ViT training step (docs/performance.md).
 // Here one task per (batch, head) tile computes the scores, the softmax and the product
-// with V for one query row at a time while the tile's keys and values stay in cache, and
-// keeps only the row's log-sum-exp for the backward pass, which recomputes the scores
-// (the flash-attention scheme of Dao et al. 2022, arXiv:2205.14135, without its blocking,
-// unnecessary at these lengths).
+// with V in cache, through a register-blocked micro-kernel, and keeps only the rows'
+// log-sum-exp for the backward pass, which recomputes the scores (the flash-attention
+// scheme of Dao et al. 2022, arXiv:2205.14135, without its blocking, unnecessary at
+// these lengths).
 #include <ATen/core/Tensor.h>
 
 namespace biaslab {

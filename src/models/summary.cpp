@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/flop_counter.h"
+#include "core/runtime.h"
 #include "layers/attention.h"
 
 namespace biaslab {
@@ -57,6 +58,9 @@ ModelSummary summarize(Classifier& model, int64_t channels, int64_t image_size) 
   // must not disturb the global RNG a run was seeded with.
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   auto x = torch::randn({1, channels, image_size, image_size}, gen);
+  // The reference kernels, so that every product is an operator the counter sees (a
+  // fused kernel's are inside it).
+  const KernelModeScope reference(KernelMode::Reference);
   for (const auto& stage : model.stages()) {
     StageSummary s;
     s.name = stage.name;
