@@ -11,8 +11,8 @@
 #include <vector>
 
 // The tile functions are compiled twice on x86-64 GCC, for x86-64-v3 (AVX2, FMA) and for the
-// baseline, and the loader picks one per machine (ifunc); their inner loops are plain C++
-// that the compiler vectorises (`omp simd`, enabled for this file with -fopenmp-simd).
+// baseline, and the loader picks one per machine (ifunc); their inner loops are GCC
+// vector types (8 floats) and `omp simd` loops (enabled for this file with -fopenmp-simd).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define BIASLAB_TARGET_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
