@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -12,10 +13,38 @@
 #include "sweep/emit.h"
 #include "sweep/executor.h"
 #include "sweep/ledger.h"
+#include "sweep/tuner.h"
 
 namespace fs = std::filesystem;
 
 namespace biaslab::cli {
+namespace {
+
+// --dry-run: the runs, their ledger states and, for a tuned sweep, the schedule and cells.
+void print_dry_run(std::ostream& out, const sweep::Layout& layout, const sweep::Plan& plan, const sweep::Tuner* tuner) {
+  using namespace sweep;
+  const Ledger ledger(layout.ledger());
+  out << fmt::format("sweep {}: {} runs in {}\n", plan.name, plan.runs.size(), layout.root.string());
+  if (tuner) {
+    std::string rungs;
+    for (const auto& r : tuner->schedule())
+      rungs += fmt::format("{}{} at {:.3g} of the budget", rungs.empty() ? "" : ", then ", r.runs, r.share);
+    out << fmt::format("tune: {} cell(s) x {} candidates: {}; {:.2f} runs' budget per cell before its seeded runs\n",
+                       tuner->cells().size(), tuner->candidates().size(), rungs, halving_cost(tuner->schedule()));
+    for (const auto& cell : tuner->cells())
+      out << fmt::format("      cell {}: {}\n", cell.name,
+                         cell.decided() ? "chose " + tuner->candidates()[size_t(cell.chosen)].label
+                                        : !cell.failure.empty() ? cell.failure : fmt::format("at rung {}", cell.rung));
+  }
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    const auto it = ledger.entries().find(plan.runs[i].name);
+    std::string state = it == ledger.entries().end() ? "new" : it->second.state;
+    if (tuner && state == "new" && !tuner->cell_of(i).decided()) state = "tuning";
+    out << fmt::format("{:>4}  {:<11}  {}\n", i, state, plan.runs[i].name);
+  }
+}
+
+}  // namespace
 
 void register_sweep(CLI::App& app) {
   struct Args {
@@ -47,23 +76,42 @@ void register_sweep(CLI::App& app) {
     using namespace sweep;
     const SweepSpec spec = load_sweep(args->file);
     const Plan plan = make_plan(spec);
-    const std::vector<std::string> configs = resolve_configs(spec, plan);  // every run checked up front
     const Layout layout{args->out.empty() ? fs::path("runs") / "sweeps" / spec.name : fs::path(args->out)};
+    // Every run checked up front. A tuned run's config is known once its cell is decided.
+    std::unique_ptr<Tuner> tuner;
+    if (spec.tune.enabled()) {
+      tuner = std::make_unique<Tuner>(spec, plan, layout);
+      tuner->check();
+    }
+    auto final_configs = [&] {
+      if (!tuner) return resolve_configs(spec, plan);
+      std::vector<std::string> configs;
+      for (size_t i = 0; i < plan.runs.size(); ++i) configs.push_back(tuner->final_config(i));
+      return configs;
+    };
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
     claim_sweep_dir(layout);
+    if (tuner) tuner->refresh();
+    std::vector<std::string> configs = final_configs();
 
     if (args->dry_run) {
-      const Ledger ledger(layout.ledger());
-      std::cout << fmt::format("sweep {}: {} runs in {}\n", plan.name, plan.runs.size(), layout.root.string());
-      for (size_t i = 0; i < plan.runs.size(); ++i) {
-        const auto it = ledger.entries().find(plan.runs[i].name);
-        std::cout << fmt::format("{:>4}  {:<11}  {}\n", i, it == ledger.entries().end() ? "new" : it->second.state,
-                                 plan.runs[i].name);
-      }
+      print_dry_run(std::cout, layout, plan, tuner.get());
       return;
     }
+    if (!args->emit.empty() && tuner &&
+        std::any_of(configs.begin(), configs.end(), [](const std::string& c) { return c.empty(); }))
+      throw ConfigError("--emit: this sweep tunes (tune:) and its cells are not all decided yet; the tuning rungs "
+                        "depend on each other's results, so run them with `biaslab sweep -c " + args->file +
+                        "` (it can be stopped and resumed), then --emit the seeded runs");
     const auto lock = lock_sweep_dir(layout);
-    const auto restart = prepare(layout, spec, plan, configs, args->force);
+    if (tuner) {
+      const auto changed = tuner->changed_runs();
+      if (!changed.empty() && !args->force)
+        throw ConfigError(layout.root.string() + " was created from a different sweep definition: tuning run '" +
+                          changed.front() + "' has a different config. Pass --force to adopt the new one (changed "
+                          "tuning runs start over), or --out to use another directory");
+    }
+    auto restart = prepare(layout, spec, plan, configs, args->force);
     if (args->emit == "commands") {
       std::cout << command_list(exe, layout, plan);
       return;
@@ -79,15 +127,42 @@ void register_sweep(CLI::App& app) {
     options.threads = args->threads;
     options.retry_failed = args->retry_failed;
     options.exe = exe;
+    Plan runnable = plan;
+    int tuning_failed = 0;
+    if (tuner) {
+      const ExecSummary t = run_tuning(*tuner, options, args->force);
+      std::cout << fmt::format("sweep {}: tuning: {} run(s) done, {} failed (a failed candidate ranks last){}\n",
+                               plan.name, t.done, t.failed, t.interrupted ? fmt::format(", {} interrupted", t.interrupted) : "");
+      if (t.stopped || t.interrupted) throw Interrupted("sweep stopped while tuning; rerun the same command to resume");
+      configs = final_configs();
+      for (const auto& name : prepare(layout, spec, plan, configs, args->force)) restart.insert(name);
+      runnable.runs.clear();
+      Ledger ledger(layout.ledger());
+      for (size_t i = 0; i < plan.runs.size(); ++i) {
+        const TuneCell& cell = tuner->cell_of(i);
+        if (cell.decided()) {
+          LedgerEntry& e = ledger[plan.runs[i].name];
+          if (e.state == "failed" && e.reason.rfind("tuning failed", 0) == 0) e = LedgerEntry{};  // decided since
+          runnable.runs.push_back(plan.runs[i]);
+        } else {
+          LedgerEntry& e = ledger[plan.runs[i].name];
+          e.state = "failed";
+          e.reason = cell.failure;
+          ++tuning_failed;
+        }
+      }
+      ledger.save();
+    }
     options.restart = restart;
-    const ExecSummary result = execute(layout, plan, options);
+    const ExecSummary result = execute(layout, runnable, options);
+    const int failed = result.failed + tuning_failed;
     std::cout << fmt::format("sweep {}: {} done, {} failed, {} interrupted of {} runs; report with: biaslab report {}\n",
-                             plan.name, result.done, result.failed, result.interrupted, plan.runs.size(),
+                             plan.name, result.done, failed, result.interrupted, plan.runs.size(),
                              layout.root.string());
     if (result.stopped || result.interrupted) throw Interrupted("sweep stopped; rerun the same command to resume");
-    if (result.failed) throw SweepFailed(fmt::format("{} run(s) failed (see the ledger and logs/ in {}); rerun with "
-                                                     "--retry-failed to try them again",
-                                                     result.failed, layout.root.string()));
+    if (failed) throw SweepFailed(fmt::format("{} run(s) failed (see the ledger and logs/ in {}); rerun with "
+                                              "--retry-failed to try them again",
+                                              failed, layout.root.string()));
   });
 }
 

@@ -20,13 +20,17 @@ json plan_json(const Plan& plan) {
   for (const auto& r : plan.runs) {
     json swept = json::array();
     for (const auto& [k, v] : r.swept) swept.push_back({k, v});
-    runs.push_back({{"name", r.name}, {"swept", swept}, {"overrides", r.overrides}});
+    json run = {{"name", r.name}, {"swept", swept}, {"overrides", r.overrides}};
+    if (!r.cell.empty()) run["cell"] = r.cell;
+    runs.push_back(run);
   }
-  return {{"name", plan.name},
+  json out = {{"name", plan.name},
           {"keys", plan.keys},
           {"axes", plan.axes},
           {"report", {{"metric", plan.report.metric}, {"x", plan.report.x}, {"series", plan.report.series}}},
           {"runs", runs}};
+  if (!plan.tune.empty()) out["tune"] = json::parse(plan.tune);
+  return out;
 }
 
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -34,25 +38,46 @@ std::string first_difference(const std::string& a, const std::string& b) {
   return d.found ? "was '" + d.a + "', now '" + d.b + "'" : "";
 }
 
+
+// The tune settings that decide the tuning runs and the choice, for plan.json.
+std::string tune_json(const TuneSpec& t) {
+  if (!t.enabled()) return "";
+  json params = json::array();
+  for (const auto& p : t.params)
+    params.push_back(p.times.empty() ? json{{"key", p.key}, {"values", p.values}} : json{{"key", p.key}, {"times", p.times}});
+  json set = json::array();
+  for (const auto& [k, v] : t.set) set.push_back({k, v});
+  return json{{"params", params}, {"metric", t.metric}, {"per", t.per}, {"eta", t.eta},
+              {"rungs", t.rungs}, {"budget", t.budget}, {"set", set}}.dump();
+}
+
 }  // namespace
 
 Plan make_plan(const SweepSpec& spec) {
-  Plan plan{spec.name, swept_keys(spec), {}, spec.report, expand(spec)};
+  Plan plan{spec.name, tune_json(spec.tune), swept_keys(spec), {}, spec.report, expand(spec)};
   for (const auto& a : spec.axes) plan.axes.push_back(a.keys.front());
   return plan;
 }
 
+const std::string& ResolvedRun::at(const std::string& key) const {
+  for (const auto& [k, v] : values)
+    if (k == key) return v;
+  throw ConfigError("'" + key + "' is not a config key");
+}
+
+ResolvedRun resolve_run(const SweepSpec& spec, const std::string& run, const std::vector<std::string>& overrides) {
+  try {
+    const Config cfg = spec.base_file.empty() ? load_config_text(spec.base_yaml, spec.base_source, overrides)
+                                              : load_config(spec.base_file.string(), overrides);
+    return {to_yaml(cfg), config_values(cfg)};
+  } catch (const ConfigError& e) {
+    throw ConfigError(spec.file.string() + ": run '" + run + "': " + e.what());
+  }
+}
+
 std::vector<std::string> resolve_configs(const SweepSpec& spec, const Plan& plan) {
   std::vector<std::string> out;
-  for (const auto& run : plan.runs) {
-    try {
-      const Config cfg = spec.base_file.empty() ? load_config_text(spec.base_yaml, spec.base_source, run.overrides)
-                                                : load_config(spec.base_file.string(), run.overrides);
-      out.push_back(to_yaml(cfg));
-    } catch (const ConfigError& e) {
-      throw ConfigError(spec.file.string() + ": run '" + run.name + "': " + e.what());
-    }
-  }
+  for (const auto& run : plan.runs) out.push_back(resolve_run(spec, run.name, run.overrides).yaml);
   return out;
 }
 
@@ -70,6 +95,22 @@ std::string as_current_yaml(const std::string& yaml, const fs::path& file) {
 }
 }  // namespace
 
+bool stored_config_differs(const fs::path& stored, const std::string& config, std::string* difference) {
+  if (!fs::exists(stored)) return false;
+  const std::string before = as_current_yaml(read_file(stored), stored);
+  if (before == config) return false;
+  if (difference) *difference = first_difference(before, config);
+  return true;
+}
+
+void set_aside(const Layout& layout, const std::string& name) {
+  if (!fs::exists(layout.run_dir(name))) return;
+  fs::create_directories(layout.root / "discarded");
+  fs::path aside = layout.root / "discarded" / name;
+  for (int n = 2; fs::exists(aside); ++n) aside = layout.root / "discarded" / (name + "." + std::to_string(n));
+  fs::rename(layout.run_dir(name), aside);
+}
+
 std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const Plan& plan,
                               const std::vector<std::string>& configs, bool force) {
   std::set<std::string> changed;
@@ -77,6 +118,7 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
     const Plan old = read_plan(layout.root);
     std::string why;
     if (old.keys != plan.keys) why = "the swept keys differ";
+    if (why.empty() && old.tune != plan.tune) why = "the tune settings differ";
     std::set<std::string> old_names;
     for (const auto& r : old.runs) old_names.insert(r.name);
     for (size_t i = 0; i < plan.runs.size(); ++i) {
@@ -85,11 +127,14 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
         if (why.empty()) why = "run '" + name + "' is new";
         continue;
       }
+      if (configs[i].empty()) continue;  // a tuned run whose cell is not decided yet
       const fs::path stored = layout.config(name);
-      const std::string before = fs::exists(stored) ? as_current_yaml(read_file(stored), stored) : "";
-      if (before != configs[i]) {
+      std::string difference;
+      const bool lost = !fs::exists(stored) && fs::exists(layout.run_dir(name));
+      if (lost || stored_config_differs(stored, configs[i], &difference)) {
         changed.insert(name);
-        if (why.empty()) why = "run '" + name + "' has a different config (" + first_difference(before, configs[i]) + ")";
+        if (why.empty())
+          why = "run '" + name + "' has a different config (" + (lost ? "its stored config is missing" : difference) + ")";
       }
     }
     if (why.empty() && old.runs.size() != plan.runs.size()) why = "runs were removed";
@@ -108,14 +153,9 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
   fs::create_directories(layout.root / "runs");
   fs::create_directories(layout.root / "logs");
   // A run whose config changed starts over; its old directory is kept aside, not deleted.
-  for (const auto& name : changed) {
-    if (!fs::exists(layout.run_dir(name))) continue;
-    fs::create_directories(layout.root / "discarded");
-    fs::path aside = layout.root / "discarded" / name;
-    for (int n = 2; fs::exists(aside); ++n) aside = layout.root / "discarded" / (name + "." + std::to_string(n));
-    fs::rename(layout.run_dir(name), aside);
-  }
-  for (size_t i = 0; i < plan.runs.size(); ++i) atomic_write(layout.config(plan.runs[i].name), configs[i]);
+  for (const auto& name : changed) set_aside(layout, name);
+  for (size_t i = 0; i < plan.runs.size(); ++i)
+    if (!configs[i].empty()) atomic_write(layout.config(plan.runs[i].name), configs[i]);
   atomic_write(layout.root / "sweep.yaml", read_file(spec.file));
   atomic_write(layout.plan(), plan_json(plan).dump(2) + "\n");
   return changed;
@@ -140,11 +180,13 @@ Plan read_plan(const fs::path& sweep_dir) {
     plan.report.metric = j.at("report").at("metric").get<std::string>();
     plan.report.x = j.at("report").at("x").get<std::string>();
     plan.report.series = j.at("report").at("series").get<std::string>();
+    if (j.contains("tune")) plan.tune = j.at("tune").dump();
     for (const auto& r : j.at("runs")) {
       PlannedRun run;
       run.name = r.at("name").get<std::string>();
       for (const auto& kv : r.at("swept")) run.swept.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
       run.overrides = r.at("overrides").get<std::vector<std::string>>();
+      run.cell = r.value("cell", "");
       plan.runs.push_back(std::move(run));
     }
     return plan;

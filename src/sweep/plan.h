@@ -21,6 +21,7 @@ namespace biaslab::sweep {
 
 struct Plan {
   std::string name;
+  std::string tune;               ///< the tune settings as JSON text ("" when the sweep does not tune)
   std::vector<std::string> keys;  ///< swept keys in axis order
   std::vector<std::string> axes;  ///< the first key of each axis (zip partners follow it)
   ReportSpec report;
@@ -44,11 +45,28 @@ Plan make_plan(const SweepSpec& spec);
 /// anything else is refused with CheckpointError (exit 5) before anything is written.
 void claim_sweep_dir(const Layout& layout);
 
+/// A run's config resolved from the sweep's base and `overrides`: as YAML (to_yaml) and
+/// as key -> value text (config_values). ConfigError naming the sweep file, `run` and the key.
+struct ResolvedRun {
+  std::string yaml;
+  std::vector<std::pair<std::string, std::string>> values;
+  const std::string& at(const std::string& key) const;  ///< ConfigError when the key is absent
+};
+ResolvedRun resolve_run(const SweepSpec& spec, const std::string& run, const std::vector<std::string>& overrides);
+
 /// Every run's resolved config (to_yaml), checked as `biaslab train` would: a
 /// ConfigError names the sweep file, the run and the key.
 std::vector<std::string> resolve_configs(const SweepSpec& spec, const Plan& plan);
 
-/// Writes plan.json, sweep.yaml and configs/ into `layout.root`. When the directory
+/// Whether the config stored at `stored` differs from `config` (a missing file does not
+/// differ); the first differing line goes to `difference`.
+bool stored_config_differs(const std::filesystem::path& stored, const std::string& config, std::string* difference);
+
+/// Moves a run's directory to ROOT/discarded/ (never deleted; a numbered name when taken).
+void set_aside(const Layout& layout, const std::string& run);
+
+/// Writes plan.json, sweep.yaml and configs/ into `layout.root` (an empty config, a
+/// tuned run whose cell is not decided yet, is neither compared nor written). When the directory
 /// already holds a different plan it is refused (ConfigError) unless `force`; with
 /// `force` the runs whose config changed start over: their run directories are moved to
 /// SWEEP_DIR/discarded/ and their names returned.

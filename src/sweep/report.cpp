@@ -100,10 +100,10 @@ void claim_report_folder(const fs::path& out_dir) {
 
 // report.md: the table, the verdict and the plots on one page.
 std::string report_page(const Plan& plan, size_t runs, const std::string& table, const std::string& verdict_md,
-                        const std::vector<std::string>& images) {
+                        const std::vector<std::string>& images, const std::string& tuning_md) {
   std::string page = "# Sweep report: " + plan.name + "\n\n" +
                      fmt::format("{} planned runs; metric: {}.\n\n", runs, plan.report.metric);
-  page += "## Summary\n\n" + table + "\n## Verdict\n\n" + verdict_md + "\n## Plots\n\n";
+  page += "## Summary\n\n" + table + "\n## Verdict\n\n" + verdict_md + "\n" + tuning_md + "## Plots\n\n";
   for (const auto& img : images) page += "![" + img + "](" + img + ")\n\n";
   page += "Per-run numbers: [results.csv](results.csv); grouped: [summary.csv](summary.csv).\n";
   return page;
@@ -154,15 +154,17 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
     atomic_write(out_dir / name, content);
     out.files.push_back(out_dir / name);
   };
-  write("results.csv", detail::results_csv(plan, results));
-  const detail::SummaryTables tables = detail::summary_tables(plan, g);
+  const detail::TuningRecord tuning = detail::read_tuning(layout, plan);
+  write("results.csv", detail::results_csv(plan, results, tuning));
+  if (tuning.tuned) write("tuning.csv", tuning.csv);
+  const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning);
   write("summary.csv", tables.csv);
   const std::string verdict_md = verdict(plan, g);
   out.summary_markdown = tables.markdown + "\n" + verdict_md;
   write("summary.md", "# " + plan.name + "\n\n" + out.summary_markdown);
   const std::vector<std::string> images = detail::draw_plots(plan, g, out_dir);
   for (const auto& img : images) out.files.push_back(out_dir / img);
-  write("report.md", report_page(plan, results.size(), tables.markdown, verdict_md, images));
+  write("report.md", report_page(plan, results.size(), tables.markdown, verdict_md, images, tuning.markdown));
   return out;
 }
 

@@ -3,6 +3,7 @@
 // files and the page), report_tables.cpp (results.csv, summary.csv and the Markdown
 // table), report_plots.cpp and report_verdict.cpp. Not part of the sweep API.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ bool is_size_key(const std::string& key);
 
 /// The value `run` has for a swept key ("" when the key is not swept).
 std::string value_of(const PlannedRun& run, const std::string& key);
+
+/// A CSV field, quoted when it holds a comma, quote or line break.
+std::string csv_cell(const std::string& s);
 
 /// A fraction as a percentage with two decimals ("n/a" when not finite).
 std::string pct(double v);
@@ -41,15 +45,24 @@ std::vector<std::vector<std::string>> distinct(const Grouping& g, const std::vec
 const Group* find_group(const Grouping& g, const std::vector<size_t>& at_a, const std::vector<std::string>& a,
                         const std::vector<size_t>& at_b, const std::vector<std::string>& b);
 
-/// results.csv: one row per planned run.
-std::string results_csv(const Plan& plan, const std::vector<RunResult>& results);
+/// A tuned sweep's tuning, from SWEEP_DIR/tune/tune.json (sweep/tuner.h).
+struct TuningRecord {
+  bool tuned = false;                        ///< the plan has a tune section
+  std::map<std::string, std::string> chosen; ///< cell -> "optim.lr=0.05, ..." (decided cells)
+  std::string markdown;                      ///< the report's Tuning section
+  std::string csv;                           ///< tuning.csv: one row per tuning run
+};
+TuningRecord read_tuning(const Layout& layout, const Plan& plan);
+
+/// results.csv: one row per planned run (`tuned`: the values its cell chose).
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning);
 
 /// One row per configuration: summary.csv and the Markdown table of summary.md.
 struct SummaryTables {
   std::string csv;
   std::string markdown;
 };
-SummaryTables summary_tables(const Plan& plan, const Grouping& g);
+SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning);
 
 /// Draws the report's plots into `dir`; their file names, in the order drawn.
 std::vector<std::string> draw_plots(const Plan& plan, const Grouping& g, const std::filesystem::path& dir);

@@ -7,7 +7,6 @@
 #include "sweep/report_internal.h"
 
 namespace biaslab::sweep::detail {
-namespace {
 
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -15,6 +14,8 @@ std::string csv_cell(const std::string& s) {
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+
+namespace {
 
 std::string num(double v, const char* format = "{:.6g}") {
   return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : "";
@@ -34,7 +35,7 @@ const std::vector<std::string> kFixedMetricColumns = {"final_test_acc", "final_t
 
 }  // namespace
 
-std::string results_csv(const Plan& plan, const std::vector<RunResult>& results) {
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning) {
   std::string csv = "run";
   for (const auto& k : plan.keys) csv += "," + csv_cell(k);
   const std::string metric = column_stem(plan.report.metric);
@@ -42,7 +43,8 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results)
       std::find(kFixedMetricColumns.begin(), kFixedMetricColumns.end(), metric) == kFixedMetricColumns.end();
   csv += ",state,family,preset,parameters,flops_per_image,train_size,images_seen,steps,epochs," +
          (metric_column ? csv_cell(metric) + "," : std::string()) +
-         "final_test_acc,final_test_loss,final_test_top5_acc,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason\n";
+         "final_test_acc,final_test_loss,final_test_top5_acc,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason" +
+         (tuning.tuned ? ",tuned" : "") + "\n";
   for (const auto& r : results) {
     csv += csv_cell(r.run->name);
     for (const auto& k : plan.keys) csv += "," + csv_cell(value_of(*r.run, k));
@@ -53,19 +55,31 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results)
                        metric_column ? num(r.metric) + "," : std::string(), num(r.final_test_acc), num(r.final_test_loss), num(r.final_test_top5_acc),
                        r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
                        num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
+    if (tuning.tuned) {
+      csv.pop_back();
+      const auto it = tuning.chosen.find(r.run->cell);
+      csv += "," + csv_cell(it == tuning.chosen.end() ? "" : it->second) + "\n";
+    }
   }
   return csv;
 }
 
-SummaryTables summary_tables(const Plan& plan, const Grouping& g) {
+SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning) {
+  // A group's runs share one cell: the cells are defined by some of the group keys.
+  auto tuned = [&](const Group& grp) {
+    const auto it = grp.runs.empty() ? tuning.chosen.end() : tuning.chosen.find(grp.runs.front()->run->cell);
+    return it == tuning.chosen.end() ? std::string("not yet tuned") : it->second;
+  };
   const std::string m = column_stem(plan.report.metric);
   std::string scsv;
   for (const auto& k : g.keys) scsv += csv_cell(k) + ",";
-  scsv += "family,train_size,n,planned," + m + "_mean," + m + "_sd," + m + "_ci95_low," + m + "_ci95_high\n";
+  scsv += "family,train_size,n,planned," + m + "_mean," + m + "_sd," + m + "_ci95_low," + m + "_ci95_high" +
+          (tuning.tuned ? ",tuned" : "") + "\n";
   std::string md = "| ";
   for (const auto& k : g.keys) md += last_component(k) + " | ";
-  md += "family | train images | n | " + metric_name(plan.report.metric) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |\n|";
-  for (size_t i = 0; i < g.keys.size() + 7; ++i) md += "---|";
+  md += "family | train images | n | " + metric_name(plan.report.metric) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |" +
+        (tuning.tuned ? " tuned values |" : "") + "\n|";
+  for (size_t i = 0; i < g.keys.size() + 7 + (tuning.tuned ? 1 : 0); ++i) md += "---|";
   md += "\n";
   for (const auto& grp : g.groups) {
     const Stats& s = grp.stats;
@@ -73,19 +87,20 @@ SummaryTables summary_tables(const Plan& plan, const Grouping& g) {
     const std::string size = s.n ? num(grp.train_size, "{:.0f}") : "";
     int failed = 0;
     for (const RunResult* r : grp.runs) failed += r->state == "failed";
-    scsv += fmt::format("{},{},{},{},{},{},{},{}\n", grp.family, size, s.n, grp.runs.size(),
+    scsv += fmt::format("{},{},{},{},{},{},{},{}{}\n", grp.family, size, s.n, grp.runs.size(),
                         s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "", s.n > 1 ? num(s.mean - s.ci95_half) : "",
-                        s.n > 1 ? num(s.mean + s.ci95_half) : "");
+                        s.n > 1 ? num(s.mean + s.ci95_half) : "", tuning.tuned ? "," + csv_cell(tuned(grp)) : "");
     const RunResult* any = nullptr;
     for (const RunResult* r : grp.runs)
       if (r->complete) any = r;
     md += "| ";
     for (const auto& v : grp.values) md += v + " | ";
-    md += fmt::format("{} | {} | {}/{}{} | {} | {} | {} | {} |\n", grp.family, size, s.n, grp.runs.size(),
+    md += fmt::format("{} | {} | {}/{}{} | {} | {} | {} | {} |{}\n", grp.family, size, s.n, grp.runs.size(),
                       failed ? fmt::format(" ({} failed)", failed) : "", s.n ? pct(s.mean) + (s.n > 1 ? " ± " + pct(s.sd) : "") : "n/a",
                       s.n > 1 ? "[" + pct(s.mean - s.ci95_half) + ", " + pct(s.mean + s.ci95_half) + "]" : "",
                       any ? fmt::format("{:.3f} M", any->parameters / 1e6) : "",
-                      any ? fmt::format("{:.1f}", any->flops_per_image / 1e6) : "");
+                      any ? fmt::format("{:.1f}", any->flops_per_image / 1e6) : "",
+                      tuning.tuned ? " " + tuned(grp) + " |" : "");
   }
   return {scsv, md};
 }

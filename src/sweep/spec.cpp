@@ -2,12 +2,15 @@
 
 #include "config/yaml_io.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "core/errors.h"
 #include "core/fs.h"
+#include "sweep/halving.h"
 #include "sweep/values.h"
 
 namespace fs = std::filesystem;
@@ -84,14 +87,14 @@ namespace {
 // The top-level keys: each known, none twice.
 void check_top_keys(const Reader& r, const YAML::Node& doc) {
   static const std::vector<std::string> kTop = {"name", "base", "set", "grid", "zip", "variants", "overrides", "report",
-                                                "max_runs"};
+                                                "tune", "max_runs"};
   std::set<std::string> top_seen;
   for (const auto& kv : doc) {
     const std::string k = kv.first.as<std::string>();
     if (!top_seen.insert(k).second) r.fail(kv.first, "'" + k + "' appears twice");
     if (std::find(kTop.begin(), kTop.end(), k) == kTop.end())
       r.fail(kv.first, "unknown sweep key '" + k +
-                           "'; expected one of: name, base, set, grid, zip, variants, overrides, report, max_runs");
+                           "'; expected one of: name, base, set, grid, zip, variants, overrides, report, tune, max_runs");
   }
 }
 
@@ -293,6 +296,113 @@ void read_report(const Reader& r, const YAML::Node& rep, const std::set<std::str
     throw ConfigError(r.file + ": report.x and report.series name the same key");
 }
 
+// A positive integer scalar, or a ConfigError naming the line.
+int read_count(const Reader& r, const YAML::Node& n, const std::string& what, int min) {
+  int v = 0;
+  if (!n.IsScalar() || !YAML::convert<int>::decode(n, v) || v < min)
+    r.fail(n, what + ": expected an integer >= " + std::to_string(min) + ", got '" + value_text(n) + "'");
+  return v;
+}
+
+// A list of dotted keys (a single key is a list of one).
+std::vector<std::string> read_keys(const Reader& r, const YAML::Node& n, const std::string& what) {
+  std::vector<std::string> keys;
+  if (n.IsScalar()) {
+    check_key(r, n);
+    return {n.as<std::string>()};
+  }
+  if (!n.IsSequence()) r.fail(n, what + ": expected a key or a list of keys");
+  for (const auto& k : n) {
+    if (!k.IsScalar()) r.fail(k, what + ": expected a key or a list of keys");
+    if (std::find(keys.begin(), keys.end(), k.as<std::string>()) != keys.end())
+      r.fail(k, what + ": '" + k.as<std::string>() + "' is listed twice");
+    keys.push_back(k.as<std::string>());
+  }
+  return keys;
+}
+
+// tune: {params: {KEY: [values] | {times: [factors]}}, metric, per, eta, rungs, budget, set}.
+void read_tune(const Reader& r, const YAML::Node& node, const std::set<std::string>& swept, const AxisOf& axis_of,
+               SweepSpec& spec) {
+  TuneSpec& t = spec.tune;
+  if (!node.IsMap()) r.fail(node, "tune: expected {params: {KEY: [values]}, metric: best.val_acc, ...}");
+  if (!node["params"]) r.fail(node, "tune: missing 'params' (the candidate values, e.g. {optim.lr: [3.0e-4, 1.0e-3]})");
+  auto not_swept = [&](const YAML::Node& key, const std::string& what) {
+    const std::string k = key.as<std::string>();
+    if (swept.count(k)) r.fail(key, what + ": '" + k + "' is swept; a key is either swept or tuned");
+  };
+  for (const auto& kv : node) {
+    const std::string k = kv.first.as<std::string>();
+    const YAML::Node v = kv.second;
+    if (k == "params") {
+      if (!v.IsMap() || v.size() == 0) r.fail(v, "tune.params: expected a mapping of keys to lists of candidate values");
+      for (const auto& p : v) {
+        check_key(r, p.first);
+        not_swept(p.first, "tune.params");
+        TuneParam param;
+        param.key = p.first.as<std::string>();
+        if (p.second.IsMap()) {
+          if (p.second.size() != 1 || !p.second["times"] || !p.second["times"].IsSequence() || p.second["times"].size() == 0)
+            r.fail(p.second, "tune.params." + param.key + ": expected a list of values or {times: [factors]}");
+          for (const auto& f : p.second["times"]) {
+            double x = 0.0;
+            if (!parse_number(value_text(f), &x) || !(x > 0))
+              r.fail(f, "tune.params." + param.key + ".times: expected positive numbers, got '" + value_text(f) + "'");
+            if (std::find(param.times.begin(), param.times.end(), x) != param.times.end())
+              r.fail(f, "tune.params." + param.key + ".times: factor '" + value_text(f) + "' is listed twice");
+            param.times.push_back(x);
+          }
+        } else {
+          param.values = read_values(r, p.first, p.second, "tune.params");
+        }
+        t.params.push_back(std::move(param));
+      }
+    } else if (k == "metric") {
+      const std::string m = value_text(v);
+      const std::string leaf = m.substr(m.find('.') + 1);
+      const bool ok = (m.rfind("final.", 0) == 0 || m.rfind("best.", 0) == 0) && leaf.find("val_") != std::string::npos &&
+                      leaf.size() > 4 && leaf.compare(leaf.size() - 4, 4, "_acc") == 0;
+      if (!ok)
+        r.fail(v, "tune.metric: expected a validation accuracy from summary.json (best.val_acc, final.val_acc, "
+                  "final.ema_val_acc, ...), got '" + m + "'; the test set is never used for choosing");
+      t.metric = m;
+    } else if (k == "per") {
+      t.per = read_keys(r, v, "tune.per");
+      for (const auto& key : t.per) {
+        if (!swept.count(key)) r.fail(v, "tune.per: '" + key + "' is not a swept key");
+        if (axis_of.at(key)->keys.front() != key)
+          r.fail(v, "tune.per: '" + key + "' varies with '" + axis_of.at(key)->keys.front() +
+                        "' in a zip group; name the group's first key");
+        if (is_replicate_key(key)) r.fail(v, "tune.per: '" + key + "' is a seed; all seeds of a cell share its choice");
+      }
+    } else if (k == "eta") {
+      t.eta = read_count(r, v, "tune.eta", 2);
+    } else if (k == "rungs") {
+      t.rungs = read_count(r, v, "tune.rungs", 1);
+    } else if (k == "budget") {
+      t.budget = read_keys(r, v, "tune.budget");
+      for (const auto& key : t.budget)
+        if (swept.count(key)) r.fail(v, "tune.budget: '" + key + "' is swept; the budget keys are scaled per rung");
+    } else if (k == "set") {
+      t.set = read_set(r, v, "tune.set");
+      for (const auto& [key, value] : t.set)
+        if (swept.count(key)) r.fail(v, "tune.set: '" + key + "' is swept");
+    } else {
+      r.fail(kv.first, "tune: unknown key '" + k + "'; expected params, metric, per, eta, rungs, budget, set");
+    }
+  }
+  if (!node["per"])
+    for (const auto& axis : spec.axes)
+      if (!is_replicate_key(axis.keys.front())) t.per.push_back(axis.keys.front());
+  if (t.candidates() < 2) r.fail(node["params"], "tune.params: one candidate only; give at least two values to choose from");
+  const int most = halving_rungs(int(t.candidates()), t.eta);
+  if (t.rungs > most)
+    r.fail(node["rungs"], fmt::format("tune.rungs: {} candidates with eta {} are down to one after {} rung(s); "
+                                      "rungs: {} would run a rung with nothing to choose",
+                                      t.candidates(), t.eta, most, t.rungs));
+  if (t.rungs == 0) t.rungs = most;
+}
+
 SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
   const Reader r{file.string()};
   if (!doc.IsMap()) throw ConfigError(file.string() + ": a sweep file is a mapping with base, grid, ... (see README)");
@@ -308,6 +418,7 @@ SweepSpec parse(const fs::path& file, const YAML::Node& doc) {
     for (const auto& k : axis.keys) axis_of[k] = &axis;
   if (const YAML::Node ov = doc["overrides"]) read_overrides(r, ov, swept, axis_of, spec);
   if (const YAML::Node rep = doc["report"]) read_report(r, rep, swept, axis_of, spec);
+  if (const YAML::Node tune = doc["tune"]) read_tune(r, tune, swept, axis_of, spec);
   return spec;
 }
 
@@ -323,6 +434,24 @@ SweepSpec load_sweep(const fs::path& file) {
     const std::string where = e.mark.is_null() ? file.string() : file.string() + ":" + std::to_string(e.mark.line + 1);
     throw ConfigError(where + ": " + (dynamic_cast<const YAML::ParserException*>(&e) ? "YAML syntax error: " : "") + e.msg);
   }
+}
+
+size_t TuneSpec::candidates() const {
+  size_t n = params.empty() ? 0 : 1;
+  for (const auto& p : params) n *= p.size();
+  return n;
+}
+
+std::string cell_name(const SweepSpec& spec, const PlannedRun& run) {
+  if (!spec.tune.enabled()) return "";
+  std::map<std::string, int> last_count;
+  for (const auto& key : spec.tune.per) ++last_count[last_component(key)];
+  std::string name;
+  for (const auto& key : spec.tune.per)
+    for (const auto& [k, v] : run.swept)
+      if (k == key)
+        name += (name.empty() ? "" : ",") + (last_count[last_component(k)] > 1 ? k : last_component(k)) + "=" + name_part(v);
+  return name.empty() ? "all" : name;
 }
 
 std::vector<std::string> swept_keys(const SweepSpec& spec) {
@@ -381,6 +510,7 @@ std::vector<PlannedRun> expand(const SweepSpec& spec) {
         for (const auto& [k, v] : c.set) run.overrides.push_back(k + "=" + v);
     }
     run.overrides.push_back("name=" + run.name);
+    run.cell = cell_name(spec, run);
     if (!names.emplace(run.name, runs.size()).second)
       throw ConfigError(spec.file.string() + ": two runs would share the directory name '" + run.name +
                         "' (values that differ only in characters a file name cannot hold); rename a value");

@@ -34,6 +34,28 @@ struct ReportSpec {
   std::string series;  ///< swept key naming the lines and bars ("" = every other swept key)
 };
 
+/// A `tune` section: candidate values for some keys, chosen per cell of the grid by
+/// successive halving on a validation metric before the seeded runs (sweep/tuner.h).
+struct TuneParam {
+  std::string key;
+  std::vector<std::string> values;  ///< absolute values (YAML text), or
+  std::vector<double> times;        ///< factors of the run's own value (`{times: [0.5, 1, 2]}`)
+  size_t size() const { return times.empty() ? values.size() : times.size(); }
+};
+
+struct TuneSpec {
+  std::vector<TuneParam> params;          ///< empty: the sweep does not tune
+  std::string metric = "best.val_acc";    ///< final.<m> or best.<m>, a validation accuracy
+  std::vector<std::string> per;           ///< axes a cell is defined by (default: every non-seed axis)
+  int eta = 3;                            ///< keep the best 1/eta at each rung
+  int rungs = 0;                          ///< 0: ceil(log_eta(candidates)), so the last rung has <= eta
+  std::vector<std::string> budget;        ///< keys scaled by a rung's share (default: train.steps or
+                                          ///< train.epochs, and sched.warmup_steps)
+  std::vector<KeyValue> set;              ///< overrides for the tuning runs only
+  bool enabled() const { return !params.empty(); }
+  size_t candidates() const;              ///< product of the params' list lengths
+};
+
 struct SweepSpec {
   std::filesystem::path file;     ///< the sweep file
   std::string name;
@@ -45,12 +67,14 @@ struct SweepSpec {
   std::vector<Axis> axes;
   std::vector<ConditionalSet> overrides;
   ReportSpec report;
+  TuneSpec tune;
 };
 
 struct PlannedRun {
   std::string name;                 ///< stable directory name, e.g. preset=vit_lite_p4,seed=0
   std::vector<KeyValue> swept;      ///< every swept key with its value, in axis order
   std::vector<std::string> overrides;  ///< KEY=VALUE for load_config: set, swept, matching overrides
+  std::string cell;                 ///< tuned sweeps: the tuning cell ("" when not tuned)
 };
 
 /// Reads and checks a sweep file. ConfigError naming file:line and key on bad input.
@@ -66,6 +90,9 @@ std::vector<std::string> swept_keys(const SweepSpec& spec);
 /// True for keys that only replicate a run (their last component ends in "seed"): the
 /// report averages over them.
 bool is_replicate_key(const std::string& key);
+
+/// The name of a run's tuning cell: its values of `tune.per` ("all" when per is empty).
+std::string cell_name(const SweepSpec& spec, const PlannedRun& run);
 
 /// The last component of a dotted key ("data.train_fraction" -> "train_fraction").
 std::string last_component(const std::string& key);

@@ -1,0 +1,123 @@
+// The tuning part of `biaslab report` for sweeps with a `tune` section: what each cell
+// chose and how (every rung's candidates with their validation metric), from
+// SWEEP_DIR/tune/tune.json as `biaslab sweep` last wrote it (sweep/tuner.h).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "core/errors.h"
+#include "core/fs.h"
+#include "sweep/report_internal.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace biaslab::sweep::detail {
+namespace {
+
+std::string share_text(double share) {
+  const double inverse = 1.0 / share;
+  return std::fabs(inverse - std::round(inverse)) < 1e-9 ? fmt::format("1/{:.0f}", inverse) : fmt::format("{:.3g}", share);
+}
+
+// "optim.lr x [0.5, 1, 2], optim.weight_decay in [1.0e-4, 5.0e-4]"
+std::string params_text(const json& tune) {
+  std::string out;
+  for (const auto& p : tune.at("params")) {
+    std::string list;
+    if (p.contains("times"))
+      for (const auto& f : p.at("times")) list += (list.empty() ? "" : ", ") + fmt::format("{:g}", f.get<double>());
+    else
+      for (const auto& v : p.at("values")) list += (list.empty() ? "" : ", ") + v.get<std::string>();
+    out += (out.empty() ? "" : "; ") + p.at("key").get<std::string>() +
+           (p.contains("times") ? " × [" + list + "] of the run's value" : " in [" + list + "]");
+  }
+  return out;
+}
+
+}  // namespace
+
+TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
+  TuningRecord rec;
+  if (plan.tune.empty()) return rec;
+  rec.tuned = true;
+  const fs::path file = layout.root / "tune" / "tune.json";
+  const json tune = json::parse(plan.tune);
+  std::string per;
+  for (const auto& k : tune.at("per")) per += (per.empty() ? "" : ", ") + k.get<std::string>();
+  rec.markdown = "## Tuning\n\n" +
+                 (per.empty() ? std::string("The whole sweep is one cell; it")
+                              : "Each cell (the runs that share their values of " + per + ")") +
+                 " chose its values by successive halving on " + tune.at("metric").get<std::string>() +
+                 " (the validation split, never the test set) before its seeded runs: " + params_text(tune) +
+                 fmt::format("; eta {}.\n\n", tune.at("eta").get<int>());
+  rec.csv = "cell,rung,share,candidate,run,state,metric,chosen\n";
+  if (!fs::exists(file)) {
+    rec.markdown += "No tuning run has finished yet (no " + file.string() + ").\n";
+    return rec;
+  }
+  json j;
+  try {
+    j = json::parse(read_file(file));
+    const json& schedule = j.at("schedule");
+    std::string rungs;
+    for (size_t r = 0; r < schedule.size(); ++r)
+      rungs += fmt::format("{}rung {}: {} candidates at {} of the budget, best {} kept", r ? "; " : "", r,
+                           schedule[r].at("runs").get<int>(), share_text(schedule[r].at("share").get<double>()),
+                           schedule[r].at("keep").get<int>());
+    std::string budget;
+    for (const auto& k : j.at("budget")) budget += (budget.empty() ? "" : ", ") + k.get<std::string>();
+    rec.markdown += "Schedule: " + rungs +
+                    fmt::format(" (scaled: {}); {:.2f} runs' budget per cell. Below, per cell, each tuning run's "
+                                "{} (%), the choice in bold.\n\n",
+                                budget, j.at("cost_runs_per_cell").get<double>(), metric_name(j.at("metric").get<std::string>()));
+    const auto& candidates = j.at("candidates");
+    for (const auto& cell : j.at("cells")) {
+      const std::string name = cell.at("name").get<std::string>();
+      const std::string chosen = cell.value("chosen", "");
+      if (!chosen.empty()) {
+        std::string values;
+        for (const auto& [k, v] : cell.at("chosen_values").items()) values += (values.empty() ? "" : ", ") + k + "=" + v.get<std::string>();
+        rec.chosen[name] = values;
+      }
+      // Candidate x rung table of the metric.
+      std::map<std::string, std::map<int, std::string>> cells;
+      for (const auto& e : cell.at("entries")) {
+        const int rung = e.at("rung").get<int>();
+        const std::string cand = e.at("candidate").get<std::string>();
+        const std::string state = e.at("state").get<std::string>();
+        const bool has = e.at("metric").is_number();
+        cells[cand][rung] = has ? pct(e.at("metric").get<double>()) : state;
+        rec.csv += fmt::format("{},{},{},{},{},{},{},{}\n", csv_cell(name), rung,
+                               schedule.at(size_t(rung)).at("share").get<double>(), csv_cell(cand),
+                               csv_cell(e.at("run").get<std::string>()), state,
+                               has ? fmt::format("{:.6g}", e.at("metric").get<double>()) : "", cand == chosen ? "yes" : "");
+      }
+      rec.markdown += "**" + name + "**: " +
+                      (!chosen.empty() ? "chose `" + chosen + "` (" + rec.chosen[name] + ")"
+                                       : cell.contains("failure") ? cell.at("failure").get<std::string>() : "tuning in progress") +
+                      "\n\n| candidate |";
+      for (size_t r = 0; r < schedule.size(); ++r)
+        rec.markdown += fmt::format(" rung {} ({}) |", r, share_text(schedule[r].at("share").get<double>()));
+      rec.markdown += "\n|---|";
+      for (size_t r = 0; r < schedule.size(); ++r) rec.markdown += "---|";
+      rec.markdown += "\n";
+      for (const auto& c : candidates) {
+        const std::string cand = c.get<std::string>();
+        rec.markdown += "| " + (cand == chosen ? "**" + cand + "**" : cand) + " |";
+        for (size_t r = 0; r < schedule.size(); ++r) {
+          const auto it = cells[cand].find(int(r));
+          rec.markdown += " " + (it == cells[cand].end() ? std::string("") : it->second) + " |";
+        }
+        rec.markdown += "\n";
+      }
+      rec.markdown += "\n";
+    }
+  } catch (const json::exception& e) {
+    throw CheckpointError(file.string() + ": unreadable tuning record: " + e.what());
+  }
+  return rec;
+}
+
+}  // namespace biaslab::sweep::detail
