@@ -185,3 +185,64 @@ grid:
       << out.summary_markdown;
   EXPECT_EQ(fs::exists(layout.root / "report" / "bars.png"), kWithOpenCV);
 }
+
+TEST(Report, PairedDifferencesPerSeed) {
+  FakeSweep f;
+  write_report(f.layout, f.plan, f.layout.root / "report");
+  const auto rows = read_csv(f.layout.root / "report" / "paired.csv");
+  ASSERT_EQ(rows.size(), 3u);  // header + one pair at each of two sizes
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"data.train_fraction", "series", "reference", "n_pairs", "diff_mean",
+                                               "diff_sd", "diff_ci95_low", "diff_ci95_high"}));
+  // 10%: vit - resnet per seed = 0.05, 0.04, 0.03 -> mean 0.04, sd 0.01.
+  EXPECT_EQ(rows[1][0], "0.1");
+  EXPECT_EQ(rows[1][1], "vit_lite_p4");
+  EXPECT_EQ(rows[1][2], "resnet20");
+  EXPECT_EQ(rows[1][3], "3");
+  EXPECT_NEAR(std::stod(rows[1][4]), 0.04, 1e-9);
+  EXPECT_NEAR(std::stod(rows[1][5]), 0.01, 1e-9);
+  EXPECT_NEAR(std::stod(rows[1][6]), 0.04 - 4.3027 * 0.01 / std::sqrt(3.0), 1e-5);
+  // 100%: seed 2 of the ViT never finished, so two pairs: -0.01, -0.03.
+  EXPECT_EQ(rows[2][3], "2");
+  EXPECT_NEAR(std::stod(rows[2][4]), -0.02, 1e-9);
+  EXPECT_NEAR(std::stod(rows[2][7]), -0.02 + 12.7062 * std::sqrt(2e-4) / std::sqrt(2.0), 1e-4);
+  const std::string page = read_file(f.layout.root / "report" / "report.md");
+  EXPECT_NE(page.find("## Paired differences"), std::string::npos);
+  EXPECT_NE(page.find("| 0.1 | vit_lite_p4 | +4.00 ± 1.00 |"), std::string::npos) << page;
+}
+
+TEST(Report, ConvergenceCheckAndRunsWithAnotherConfig) {
+  FakeSweep f;
+  // resnet20,seed=0 at 10% ran with another epoch count: left out of the statistics.
+  // resnet20,seed=1 at 10% ran with other threads: the same experiment.
+  const PlannedRun& drifted = f.plan.runs[0];
+  const PlannedRun& same = f.plan.runs[2];
+  ASSERT_EQ(drifted.name, "preset=resnet20,seed=0,train_fraction=0.1");
+  ASSERT_EQ(same.name, "preset=resnet20,seed=1,train_fraction=0.1");
+  std::string cfg = read_file(f.layout.config(drifted.name));
+  cfg.replace(cfg.find("  epochs: 10\n"), 13, "  epochs: 11\n");
+  test::write_text(f.layout.run_dir(drifted.name) / "config.yaml", cfg);
+  cfg = read_file(f.layout.config(same.name));
+  cfg.replace(cfg.find("  threads: auto\n"), 16, "  threads: 1\n");
+  test::write_text(f.layout.run_dir(same.name) / "config.yaml", cfg);
+
+  auto out = write_report(f.layout, f.plan, f.layout.root / "report");
+  const auto results = read_csv(f.layout.root / "report" / "results.csv");
+  const auto col = [&](const std::string& name) {
+    return size_t(std::find(results[0].begin(), results[0].end(), name) - results[0].begin());
+  };
+  ASSERT_LT(col("config_drift"), results[0].size());
+  EXPECT_NE(results[1][col("config_drift")].find("epochs: 11"), std::string::npos) << results[1][col("config_drift")];
+  EXPECT_EQ(results[3][col("config_drift")], "");
+  // The fake curves gain 10 points in the last evaluation (step 10 of 10; 8 is before the tail).
+  EXPECT_EQ(results[1][col("still_improving")], "yes");
+  const auto summary = read_csv(f.layout.root / "report" / "summary.csv");
+  EXPECT_EQ(summary[1][0], "resnet20");
+  EXPECT_EQ(summary[1][std::find(summary[0].begin(), summary[0].end(), "n") - summary[0].begin()], "2");
+  EXPECT_NE(out.summary_markdown.find("1 run(s) ran with a config other than the sweep's planned one"), std::string::npos)
+      << out.summary_markdown;
+  EXPECT_NE(out.summary_markdown.find("11 of 11 runs judged were still improving"), std::string::npos)
+      << out.summary_markdown;
+  // A looser criterion: a 10-point gain is not more than 20 points.
+  out = write_report(f.layout, f.plan, f.layout.root / "report", ConvergenceRule{0.2, 0.2});
+  EXPECT_NE(out.summary_markdown.find("None of the 11 runs judged was"), std::string::npos) << out.summary_markdown;
+}

@@ -1,4 +1,4 @@
-// biaslab report SWEEP_DIR [--out DIR]
+// biaslab report SWEEP_DIR [--out DIR] [--converged-tail F] [--converged-gain G]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -14,16 +14,23 @@ void register_report(CLI::App& app) {
   struct Args {
     std::string dir;
     std::string out;
+    sweep::ConvergenceRule rule;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "Tables, plots and a verdict for a sweep directory");
   cmd->add_option("sweep_dir", args->dir, "directory made by `biaslab sweep` (or --emit)")->required();
   cmd->add_option("--out", args->out, "where to write the report (default: SWEEP_DIR/report)");
+  cmd->add_option("--converged-tail", args->rule.tail,
+                  "share of a run's last steps the convergence check looks at (default 0.2)")
+      ->check(CLI::Range(0.01, 0.99));
+  cmd->add_option("--converged-gain", args->rule.min_gain,
+                  "accuracy gain in that tail (0.005 = 0.5 points) above which a run counts as still improving")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] {
     const sweep::Layout layout{args->dir};
     const sweep::Plan plan = sweep::read_plan(layout.root);
     const fs::path out = args->out.empty() ? layout.root / "report" : fs::path(args->out);
-    const auto report = sweep::write_report(layout, plan, out);
+    const auto report = sweep::write_report(layout, plan, out, args->rule);
     std::cout << report.summary_markdown << "\n";
     for (const auto& f : report.files) std::cout << "wrote " << f.string() << "\n";
   });

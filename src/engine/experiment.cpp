@@ -11,7 +11,7 @@
 #include "data/dataset.h"
 #include "distributed/communicator.h"
 #include "engine/checkpoint.h"
-#include "engine/experiment_identity.h"
+#include "config/experiment_identity.h"
 #include "engine/learner.h"
 #include "engine/loaders.h"
 #include "engine/memory_budget.h"

@@ -7,7 +7,7 @@
 #include "core/logging.h"
 #include "core/text_diff.h"
 #include "distributed/communicator.h"
-#include "engine/experiment_identity.h"
+#include "config/experiment_identity.h"
 
 namespace biaslab {
 namespace fs = std::filesystem;

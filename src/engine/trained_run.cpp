@@ -6,7 +6,7 @@
 #include "core/text_diff.h"
 #include "data/dataset.h"
 #include "engine/checkpoint.h"
-#include "engine/experiment_identity.h"
+#include "config/experiment_identity.h"
 #include "engine/loaders.h"
 #include "engine/memory_format.h"
 #include "engine/run_context.h"

@@ -132,7 +132,7 @@ Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) 
     std::set<std::string> families;
     double size_sum = 0.0;
     for (const RunResult* r : grp.runs) {
-      if (!r->complete || !std::isfinite(r->metric)) continue;
+      if (!r->complete || !std::isfinite(r->metric) || !r->drift.empty()) continue;
       metric.push_back(r->metric);
       families.insert(r->family);
       size_sum += double(r->train_size);
@@ -144,7 +144,7 @@ Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) 
   return g;
 }
 
-ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir) {
+ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir, const ConvergenceRule& rule) {
   const std::vector<RunResult> results = collect_results(layout, plan);
   const Grouping g = group_results(plan, results);
   claim_report_folder(out_dir);
@@ -155,16 +155,21 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
     out.files.push_back(out_dir / name);
   };
   const detail::TuningRecord tuning = detail::read_tuning(layout, plan);
-  write("results.csv", detail::results_csv(plan, results, tuning));
+  write("results.csv", detail::results_csv(plan, results, tuning, rule));
+  const detail::PairedTables paired = detail::paired_differences(plan, g, results);
+  if (!paired.csv.empty()) write("paired.csv", paired.csv);
+  const std::string checks = detail::checks_markdown(results, rule);
   if (tuning.tuned) write("tuning.csv", tuning.csv);
   const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning);
   write("summary.csv", tables.csv);
   const std::string verdict_md = verdict(plan, g);
-  out.summary_markdown = tables.markdown + "\n" + verdict_md;
+  out.summary_markdown = tables.markdown + "\n" + verdict_md + "\n" + checks;
   write("summary.md", "# " + plan.name + "\n\n" + out.summary_markdown);
   const std::vector<std::string> images = detail::draw_plots(plan, g, out_dir);
   for (const auto& img : images) out.files.push_back(out_dir / img);
-  write("report.md", report_page(plan, results.size(), tables.markdown, verdict_md, images, tuning.markdown));
+  std::string extra = "## Checks\n\n" + checks + "\n";
+  if (!paired.markdown.empty()) extra += "## Paired differences\n\n" + paired.markdown + "\n";
+  write("report.md", report_page(plan, results.size(), tables.markdown, verdict_md, images, extra + tuning.markdown));
   return out;
 }
 

@@ -8,7 +8,10 @@
 //   summary.md    the same as a Markdown table, with the verdict
 //   *.png         metric against training-set size (log x, one line per series,
 //                 95% CI bars), grouped bars, learning curves
-//   report.md     all of it on one page
+//   paired.csv    per-seed paired differences between the series values
+//   tuning.csv    a tuned sweep's tuning runs (sweep/tuner.h)
+//   report.md     all of it on one page, with warnings (runs whose config is not the
+//                 planned one) and the convergence check
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,7 +47,16 @@ struct ReportOutput {
   std::string summary_markdown;  ///< table + verdict, also printed by the command
 };
 
+/// When a run counts as still improving at its end: its best accuracy (validation when
+/// it has a split, else test) in the last `tail` of its steps beats its best before
+/// them by more than `min_gain`.
+struct ConvergenceRule {
+  double tail = 0.2;
+  double min_gain = 0.005;
+};
+
 /// Writes every report file into `out_dir` (created).
-ReportOutput write_report(const Layout& layout, const Plan& plan, const std::filesystem::path& out_dir);
+ReportOutput write_report(const Layout& layout, const Plan& plan, const std::filesystem::path& out_dir,
+                          const ConvergenceRule& rule = {});
 
 }  // namespace biaslab::sweep

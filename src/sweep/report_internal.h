@@ -55,7 +55,8 @@ struct TuningRecord {
 TuningRecord read_tuning(const Layout& layout, const Plan& plan);
 
 /// results.csv: one row per planned run (`tuned`: the values its cell chose).
-std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning);
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
+                        const ConvergenceRule& rule);
 
 /// One row per configuration: summary.csv and the Markdown table of summary.md.
 struct SummaryTables {
@@ -63,6 +64,22 @@ struct SummaryTables {
   std::string markdown;
 };
 SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning);
+
+/// "yes" / "no", or "" when the curve cannot tell (incomplete run, no evaluation before
+/// or inside the tail).
+std::string still_improving(const RunResult& r, const ConvergenceRule& rule);
+
+/// The report's warnings (runs with another config than planned) and convergence check.
+std::string checks_markdown(const std::vector<RunResult>& results, const ConvergenceRule& rule);
+
+/// Per-seed paired differences between the values of the series key within each
+/// configuration of the other keys: paired.csv (every pair) and a Markdown table
+/// (every value against the first). Empty when there is no single series key.
+struct PairedTables {
+  std::string csv;
+  std::string markdown;
+};
+PairedTables paired_differences(const Plan& plan, const Grouping& g, const std::vector<RunResult>& results);
 
 /// Draws the report's plots into `dir`; their file names, in the order drawn.
 std::vector<std::string> draw_plots(const Plan& plan, const Grouping& g, const std::filesystem::path& dir);

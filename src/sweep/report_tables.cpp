@@ -35,7 +35,8 @@ const std::vector<std::string> kFixedMetricColumns = {"final_test_acc", "final_t
 
 }  // namespace
 
-std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning) {
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
+                        const ConvergenceRule& rule) {
   std::string csv = "run";
   for (const auto& k : plan.keys) csv += "," + csv_cell(k);
   const std::string metric = column_stem(plan.report.metric);
@@ -43,7 +44,7 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
       std::find(kFixedMetricColumns.begin(), kFixedMetricColumns.end(), metric) == kFixedMetricColumns.end();
   csv += ",state,family,preset,parameters,flops_per_image,train_size,images_seen,steps,epochs," +
          (metric_column ? csv_cell(metric) + "," : std::string()) +
-         "final_test_acc,final_test_loss,final_test_top5_acc,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason" +
+         "final_test_acc,final_test_loss,final_test_top5_acc,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason,still_improving,config_drift" +
          (tuning.tuned ? ",tuned" : "") + "\n";
   for (const auto& r : results) {
     csv += csv_cell(r.run->name);
@@ -55,11 +56,13 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
                        metric_column ? num(r.metric) + "," : std::string(), num(r.final_test_acc), num(r.final_test_loss), num(r.final_test_top5_acc),
                        r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
                        num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
+    csv.pop_back();
+    csv += "," + still_improving(r, rule) + "," + csv_cell(r.drift);
     if (tuning.tuned) {
-      csv.pop_back();
       const auto it = tuning.chosen.find(r.run->cell);
-      csv += "," + csv_cell(it == tuning.chosen.end() ? "" : it->second) + "\n";
+      csv += "," + csv_cell(it == tuning.chosen.end() ? "" : it->second);
     }
+    csv += "\n";
   }
   return csv;
 }

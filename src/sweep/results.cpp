@@ -4,9 +4,11 @@
 
 #include <sstream>
 
+#include "config/experiment_identity.h"
 #include "core/csv_line.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "core/text_diff.h"
 #include "sweep/ledger.h"
 
 namespace fs = std::filesystem;
@@ -40,16 +42,38 @@ std::vector<CurvePoint> read_curve(const fs::path& file) {
     throw CheckpointError(file.string() + ": no '" + name + "' column");
   };
   const int step_col = col("step"), acc_col = col("test_acc");
+  int val_col = -1;
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] == "val_acc") val_col = int(i);
   while (std::getline(in, line)) {
     const auto cells = split_csv_line(line);
     if (int(cells.size()) <= std::max(step_col, acc_col) || cells[acc_col].empty()) continue;  // not evaluated
     try {
-      curve.push_back({std::stoll(cells[step_col]), std::stod(cells[acc_col])});
+      CurvePoint p{std::stoll(cells[step_col]), std::stod(cells[acc_col])};
+      if (val_col >= 0 && val_col < int(cells.size()) && !cells[val_col].empty()) p.val_acc = std::stod(cells[val_col]);
+      curve.push_back(p);
     } catch (const std::exception&) {
       throw CheckpointError(file.string() + ": malformed row '" + line + "'");
     }
   }
   return curve;
+}
+
+// The first line where the run's config and the planned one are different experiments
+// (threads, device and the like do not count: config/experiment_identity.h); "" if none.
+std::string config_drift(const fs::path& planned, const fs::path& run_dir) {
+  const fs::path used = run_dir / "config.yaml";
+  if (!fs::exists(planned) || !fs::exists(used)) return "";
+  std::string a, b;
+  try {
+    a = experiment_identity(read_file(planned), planned.parent_path());
+    b = experiment_identity(read_file(used), run_dir);
+  } catch (const CheckpointError& e) {
+    return std::string("its config does not load: ") + e.what();
+  }
+  if (a == b) return "";
+  const LineDifference d = first_line_difference(a, b);
+  return describe_difference(d, "planned", "ran with");
 }
 
 }  // namespace
@@ -99,6 +123,7 @@ std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan) {
         }
       }
       r.curve = read_curve(dir / "metrics.csv");
+      r.drift = config_drift(layout.config(run.name), dir);
     }
     out.push_back(std::move(r));
   }

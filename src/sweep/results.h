@@ -14,6 +14,7 @@ namespace biaslab::sweep {
 struct CurvePoint {
   int64_t step = 0;
   double test_acc = 0.0;
+  double val_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN without a validation split
 };
 
 struct RunResult {
@@ -33,6 +34,10 @@ struct RunResult {
   double train_time_s = std::numeric_limits<double>::quiet_NaN();
   double wall_time_s = std::numeric_limits<double>::quiet_NaN();
   std::vector<CurvePoint> curve;  ///< evaluated epochs of metrics.csv
+  /// Non-empty when the run directory's config.yaml is another experiment than the
+  /// sweep's planned configs/RUN.yaml (e.g. a run made by hand with other --set values):
+  /// the first differing line. Such a run is left out of the statistics.
+  std::string drift;
 };
 
 /// One result per planned run, in plan order. A run directory whose files are

@@ -1,4 +1,4 @@
-#include "engine/experiment_identity.h"
+#include "config/experiment_identity.h"
 
 #include "config/loader.h"
 #include "core/errors.h"
