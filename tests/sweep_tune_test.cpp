@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "config/loader.h"
 #include "core/errors.h"
 #include "core/fs.h"
 #include "sweep/halving.h"
@@ -249,4 +250,24 @@ TEST(SweepTune, EveryCandidateFailingFailsTheCellAndAChangedRunIsNoticed) {
   test::write_text(tl.config(pending.runs[0].name), edited);
   tuner.refresh();
   EXPECT_EQ(tuner.changed_runs(), (std::vector<std::string>{pending.runs[0].name}));
+}
+
+// Every shipped sweep file loads, resolves every run, and (tuned ones) every candidate.
+TEST(SweepTune, ShippedStudiesResolve) {
+  const fs::path dir = home_dir() / "configs" / "sweeps";
+  int sweeps = 0, tuned = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml" || entry.path().stem().string().rfind("base", 0) == 0) continue;
+    SCOPED_TRACE(entry.path().string());
+    const SweepSpec spec = load_sweep(entry.path());
+    const Plan plan = make_plan(spec);
+    EXPECT_EQ(resolve_configs(spec, plan).size(), plan.runs.size());
+    ++sweeps;
+    if (!spec.tune.enabled()) continue;
+    ++tuned;
+    test::TempDir out;
+    Tuner(spec, plan, Layout{out / "sweep"}).check();
+  }
+  EXPECT_GE(sweeps, 7);
+  EXPECT_GE(tuned, 3);
 }
