@@ -141,6 +141,19 @@ TEST(SweepTune, BadSectionsNameTheProblem) {
   EXPECT_NE(tune_error_of(dir, head + "tune: {metric: best.val_acc}").find("missing 'params'"), std::string::npos);
 }
 
+TEST(SweepTune, ABudgetKeyCannotBeTuned) {
+  test::TempDir dir;
+  const SweepSpec spec = load_tuned(dir, "base: base.yaml\ngrid: {runtime.seed: [0]}\n"
+                                         "tune: {params: {sched.warmup_steps: [0, 10]}}\n");
+  const Plan plan = make_plan(spec);
+  try {
+    Tuner(spec, plan, Layout{dir / "sweep"});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'sched.warmup_steps' is a budget key"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SweepTune, TuningRunsNeedAValidationSplit) {
   test::TempDir dir;
   std::string text = kTunedSweep;

@@ -103,6 +103,10 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
     const bool by_steps = std::stoll(cell_base_.front().at("train.steps")) > 0;
     budget_keys_ = {by_steps ? "train.steps" : "train.epochs", "sched.warmup_steps"};
   }
+  for (const auto& p : t.params)
+    if (std::find(budget_keys_.begin(), budget_keys_.end(), p.key) != budget_keys_.end())
+      throw ConfigError(spec.file.string() + ": tune.params: '" + p.key +
+                        "' is a budget key (scaled per rung); tune it in a sweep axis instead, or name other tune.budget keys");
 }
 
 std::vector<std::string> Tuner::candidate_overrides(const ResolvedRun& base, size_t candidate) const {
