@@ -335,3 +335,12 @@ TEST(ConfigErrors, HostileFilesAreBoundedAndSpecialFilesRefused) {
   const std::string preset = error_of("model: {preset: /dev/zero}\ndata: {preset: fashion_mnist}\n");
   EXPECT_NE(preset.find("/dev/zero: is a character device"), std::string::npos) << preset;
 }
+
+TEST(ConfigLoader, EvalTestFinalNeedsAValidationSplit) {
+  const std::string msg = error_of(kResnet, {"train.eval_test=final"});
+  EXPECT_NE(msg.find("train.eval_test"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("data.val_fraction > 0"), std::string::npos) << msg;
+  EXPECT_EQ(load_config_text(kResnet, "exp.yaml", {"train.eval_test=final", "data.val_fraction=0.1"}).train.eval_test,
+            "final");
+  EXPECT_NE(error_of(kResnet, {"train.eval_test=last"}).find("not a valid choice"), std::string::npos);
+}

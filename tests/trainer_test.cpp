@@ -301,3 +301,34 @@ TEST(Trainer, EvalEveryEvaluatesEveryNthAndTheLastEpoch) {
   EXPECT_FALSE(back.history[0].evaluated);
   EXPECT_TRUE(back.history[1].evaluated);
 }
+
+// train.eval_test: final: the validation split at every evaluation, the test set only at
+// the last one, here the epoch early stopping stops at; the flag survives a checkpoint.
+TEST(Trainer, EvalTestFinalEvaluatesTheTestSetOnlyAtTheEnd) {
+  for (const bool early : {true, false}) {
+    SCOPED_TRACE(early ? "early stopping" : "full length");
+    torch::manual_seed(0);
+    Harness h;
+    h.cfg.epochs = early ? 20 : 4;
+    h.cfg.early_stop_patience = early ? 2 : 0;
+    h.cfg.eval_test = "final";
+    LoaderOptions lo;
+    lo.batch_size = 16;
+    lo.mean = {0.0};
+    lo.std = {1.0};
+    h.val = std::make_unique<Loader>(make_split(48, 3), lo);
+    TrainState s;
+    h.fit(s);
+    ASSERT_GE(s.history.size(), 2u);
+    if (early) EXPECT_TRUE(s.stopped_early);
+    for (size_t i = 0; i + 1 < s.history.size(); ++i) {
+      EXPECT_TRUE(s.history[i].has_val) << i;
+      EXPECT_FALSE(s.history[i].has_test) << i;
+    }
+    EXPECT_TRUE(s.history.back().has_test);
+    EXPECT_GT(s.history.back().test.acc, 0.9);
+    const TrainState back = train_state_from_json(train_state_to_json(s));
+    EXPECT_FALSE(back.history.front().has_test);
+    EXPECT_TRUE(back.history.back().has_test);
+  }
+}

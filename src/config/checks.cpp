@@ -115,6 +115,9 @@ void check_training(const Config& c, const Checker& k) {
   k.require(c.train.early_stop_patience == 0 || d.val_fraction > 0.0, "train.early_stop_patience",
             "early stopping needs a validation split: set data.val_fraction > 0 (stopping on the test set would "
             "leak it into model selection)");
+  k.require(c.train.eval_test == "every" || d.val_fraction > 0.0, "train.eval_test",
+            "'final' evaluates the test set only at the end, so the validation split must choose the best epoch: "
+            "set data.val_fraction > 0");
   k.require(c.optim.betas.size() == 2 && c.optim.betas[0] < 1.0 && c.optim.betas[1] < 1.0,
             "optim.betas", "expected two numbers in [0, 1)");
   const std::string& dev = c.runtime.device;

@@ -33,26 +33,26 @@ std::string csv_header(bool ema, bool top5) {
 // Top-5 columns when the run measured top-5 (more than 5 classes).
 bool has_top5(const TrainState& s) {
   for (const auto& r : s.history)
-    if (r.evaluated && r.test.has_top5()) return true;
+    if (r.has_test && r.test.has_top5()) return true;
   return false;
 }
 
 std::string num(double v) { return fmt::format("{:.8g}", v); }
 
 json epoch_json(const EpochRecord& r) {
-  json j = {{"epoch", r.epoch}, {"step", r.step}, {"train_loss", r.train_loss}, {"train_acc", r.train_acc},
-            {"test_loss", r.test.loss}, {"test_acc", r.test.acc}};
+  json j = {{"epoch", r.epoch}, {"step", r.step}, {"train_loss", r.train_loss}, {"train_acc", r.train_acc}};
+  if (r.has_test) j.update({{"test_loss", r.test.loss}, {"test_acc", r.test.acc}});
   if (r.has_val) j.update({{"val_loss", r.val.loss}, {"val_acc", r.val.acc}});
   if (r.has_ema) {
-    j.update({{"ema_test_loss", r.ema_test.loss}, {"ema_test_acc", r.ema_test.acc}});
+    if (r.has_test) j.update({{"ema_test_loss", r.ema_test.loss}, {"ema_test_acc", r.ema_test.acc}});
     if (r.has_val) j.update({{"ema_val_loss", r.ema_val.loss}, {"ema_val_acc", r.ema_val.acc}});
   }
   auto top5 = [&](const char* key, bool present, const EvalPair& p) {
     if (present && p.has_top5()) j[key] = p.top5;
   };
-  top5("test_top5_acc", true, r.test);
+  top5("test_top5_acc", r.has_test, r.test);
   top5("val_top5_acc", r.has_val, r.val);
-  top5("ema_test_top5_acc", r.has_ema, r.ema_test);
+  top5("ema_test_top5_acc", r.has_ema && r.has_test, r.ema_test);
   top5("ema_val_top5_acc", r.has_ema && r.has_val, r.ema_val);
   return j;
 }
@@ -161,13 +161,14 @@ std::string metrics_csv(const TrainState& s, bool ema) {
   auto top5_cell = [](bool present, const EvalPair& p) { return present && p.has_top5() ? num(p.top5) : ""; };
   for (const auto& r : s.history) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},", r.epoch, r.step, num(r.lr), num(r.train_loss), num(r.train_acc),
-                       r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", r.evaluated ? num(r.test.loss) : "",
-                       r.evaluated ? num(r.test.acc) : "");
-    if (top5) out += top5_cell(r.has_val, r.val) + "," + top5_cell(r.evaluated, r.test) + ",";
+                       r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", r.has_test ? num(r.test.loss) : "",
+                       r.has_test ? num(r.test.acc) : "");
+    if (top5) out += top5_cell(r.has_val, r.val) + "," + top5_cell(r.has_test, r.test) + ",";
     if (ema)
       out += fmt::format("{},{},{},{},", r.has_val ? num(r.ema_val.loss) : "", r.has_val ? num(r.ema_val.acc) : "",
-                         r.has_ema ? num(r.ema_test.loss) : "", r.has_ema ? num(r.ema_test.acc) : "");
-    if (ema && top5) out += top5_cell(r.has_val, r.ema_val) + "," + top5_cell(r.has_ema, r.ema_test) + ",";
+                         r.has_ema && r.has_test ? num(r.ema_test.loss) : "",
+                         r.has_ema && r.has_test ? num(r.ema_test.acc) : "");
+    if (ema && top5) out += top5_cell(r.has_val, r.ema_val) + "," + top5_cell(r.has_ema && r.has_test, r.ema_test) + ",";
     out += fmt::format("{}\n", r.skipped_steps);
   }
   return out;

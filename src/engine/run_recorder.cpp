@@ -49,10 +49,10 @@ void epoch_events(EventWriter& w, const EpochRecord& r) {
     w.scalar(prefix + "acc", s, p.acc);
     if (p.has_top5()) w.scalar(prefix + "top5_acc", s, p.top5);
   };
-  pair("test/", r.test);
+  if (r.has_test) pair("test/", r.test);
   if (r.has_val) pair("val/", r.val);
   if (r.has_ema) {
-    pair("ema_test/", r.ema_test);
+    if (r.has_test) pair("ema_test/", r.ema_test);
     if (r.has_val) pair("ema_val/", r.ema_val);
   }
 }

@@ -40,7 +40,7 @@ static void from_json(const json& j, EvalPair& p) {
 static void to_json(json& j, const EpochRecord& r) {
   j = {{"epoch", r.epoch}, {"step", r.step}, {"lr", real(r.lr)}, {"train_loss", real(r.train_loss)},
        {"train_acc", real(r.train_acc)}, {"evaluated", r.evaluated},
-       {"has_val", r.has_val}, {"val", r.val}, {"test", r.test}, {"has_ema", r.has_ema}, {"ema_val", r.ema_val},
+       {"has_val", r.has_val}, {"has_test", r.has_test}, {"val", r.val}, {"test", r.test}, {"has_ema", r.has_ema}, {"ema_val", r.ema_val},
        {"ema_test", r.ema_test}, {"skipped_steps", r.skipped_steps}};
 }
 static void from_json(const json& j, EpochRecord& r) {
@@ -51,6 +51,7 @@ static void from_json(const json& j, EpochRecord& r) {
   r.train_acc = real(j.at("train_acc"));
   r.evaluated = j.value("evaluated", true);  // checkpoints from before train.eval_every
   r.has_val = j.at("has_val").get<bool>();
+  r.has_test = j.value("has_test", r.evaluated);  // checkpoints from before train.eval_test
   r.val = j.at("val").get<EvalPair>();
   r.test = j.at("test").get<EvalPair>();
   r.has_ema = j.at("has_ema").get<bool>();

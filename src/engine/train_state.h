@@ -28,6 +28,7 @@ struct EpochRecord {
   double train_loss = 0.0, train_acc = 0.0;
   bool evaluated = true;  ///< false for epochs skipped by train.eval_every (val/test unset)
   bool has_val = false;
+  bool has_test = true;   ///< false for evaluations without the test set (train.eval_test: final)
   EvalPair val, test;
   bool has_ema = false;
   EvalPair ema_val, ema_test;

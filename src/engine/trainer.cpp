@@ -243,12 +243,17 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   rec.evaluated = rec.epoch % cfg_.eval_every == 0 || state.step >= total_steps_;
   rec.has_val = rec.evaluated && val_ && val_->size() > 0;
   if (rec.has_val) rec.val = run_eval(model_, *val_);
-  if (rec.evaluated) rec.test = run_eval(model_, test_);
+  // train.eval_test: final evaluates the test set only at the run's last evaluation: the
+  // last epoch, or this one if its validation accuracy triggers early stopping.
+  const bool stops_here = rec.has_val && cfg_.early_stop_patience > 0 && !(rec.val.acc > state.best_metric) &&
+                          state.epochs_since_best + 1 >= cfg_.early_stop_patience;
+  rec.has_test = rec.evaluated && (cfg_.eval_test != "final" || !rec.has_val || state.step >= total_steps_ || stops_here);
+  if (rec.has_test) rec.test = run_eval(model_, test_);
   if (ema_ && rec.evaluated) {
     auto& shadow = static_cast<Classifier&>(ema_->shadow());
     rec.has_ema = true;
     if (rec.has_val) rec.ema_val = run_eval(shadow, *val_);
-    rec.ema_test = run_eval(shadow, test_);
+    if (rec.has_test) rec.ema_test = run_eval(shadow, test_);
   }
   timing.eval_s = seconds_since(eval_start);
 
@@ -269,7 +274,12 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   state.stopped_early = cfg_.early_stop_patience > 0 && state.epochs_since_best >= cfg_.early_stop_patience;
   state.finished = state.step >= total_steps_ || state.stopped_early;
 
-  if (!rec.evaluated)
+  if (rec.evaluated && !rec.has_test)
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | val loss {:.4f} acc {:.2f}% (test at the end) | {:.1f}s "
+                 "train + {:.1f}s eval",
+                 rec.epoch, rec.train_loss, 100 * rec.train_acc, rec.val.loss, 100 * rec.val.acc, timing.train_s,
+                 timing.eval_s);
+  else if (!rec.evaluated)
     spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {:.1f}s train (evaluated every {} epochs)", rec.epoch,
                  rec.train_loss, 100 * rec.train_acc, timing.train_s, cfg_.eval_every);
   else

@@ -118,15 +118,18 @@ std::string draw_bars(const PlotContext& c, const fs::path& dir) {
   return "bars.png";
 }
 
-// A series' learning curve: mean test accuracy over its complete runs at the steps every
-// one of them evaluated.
-plot::Line learning_curve(const Group& grp) {
+// A series' learning curve: mean test (or validation) accuracy over its complete runs at
+// the steps every one of them evaluated.
+plot::Line learning_curve(const Group& grp, bool val) {
   std::map<int64_t, std::vector<double>> at_step;
   int complete = 0;
   for (const RunResult* r : grp.runs) {
     if (!r->complete) continue;
     ++complete;
-    for (const auto& p : r->curve) at_step[p.step].push_back(p.test_acc);
+    for (const auto& p : r->curve) {
+      const double acc = val ? p.val_acc : p.test_acc;
+      if (std::isfinite(acc)) at_step[p.step].push_back(acc);
+    }
   }
   plot::Line line;
   for (const auto& [step, accs] : at_step) {
@@ -144,17 +147,24 @@ std::vector<std::string> draw_curves(const PlotContext& c, const fs::path& dir) 
   const Grouping& g = c.g;
   std::vector<std::string> names;
   const auto curve_clusters = g.x.empty() ? std::vector<std::vector<std::string>>{{}} : c.xs;
+  // Runs that evaluated the test set only at the end (train.eval_test: final) are drawn
+  // with their validation accuracy.
+  bool val = false;
+  for (const auto& grp : g.groups)
+    for (const RunResult* r : grp.runs)
+      for (const auto& p : r->curve) val = val || (!std::isfinite(p.test_acc) && std::isfinite(p.val_acc));
+  const std::string what = val ? "validation accuracy" : "test accuracy";
   for (const auto& cl : curve_clusters) {
     plot::LineChart chart;
-    chart.title = "test accuracy during training" + (cl.empty() ? "" : ", " + last_component(g.x) + "=" + cl[0]);
+    chart.title = what + " during training" + (cl.empty() ? "" : ", " + last_component(g.x) + "=" + cl[0]);
     chart.x_label = "optimizer step";
-    chart.y_label = "test accuracy (%)";
+    chart.y_label = what + " (%)";
     chart.y_floor = 0;
     chart.y_ceil = 100;
     for (const auto& s : c.series) {
       const Group* grp = cl.empty() ? find_group(g, c.s_at, s, {}, {}) : find_group(g, c.x_at, cl, c.s_at, s);
       if (!grp) continue;
-      plot::Line line = learning_curve(*grp);
+      plot::Line line = learning_curve(*grp, val);
       line.label = c.skeys.empty() ? c.plan.name : label(c.skeys, s);
       if (!line.x.empty()) chart.lines.push_back(line);
     }

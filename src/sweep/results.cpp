@@ -47,10 +47,13 @@ std::vector<CurvePoint> read_curve(const fs::path& file) {
     if (header[i] == "val_acc") val_col = int(i);
   while (std::getline(in, line)) {
     const auto cells = split_csv_line(line);
-    if (int(cells.size()) <= std::max(step_col, acc_col) || cells[acc_col].empty()) continue;  // not evaluated
+    if (int(cells.size()) <= std::max(step_col, acc_col)) continue;
+    const bool has_val = val_col >= 0 && val_col < int(cells.size()) && !cells[val_col].empty();
+    if (cells[acc_col].empty() && !has_val) continue;  // not evaluated
     try {
-      CurvePoint p{std::stoll(cells[step_col]), std::stod(cells[acc_col])};
-      if (val_col >= 0 && val_col < int(cells.size()) && !cells[val_col].empty()) p.val_acc = std::stod(cells[val_col]);
+      CurvePoint p{std::stoll(cells[step_col]), std::numeric_limits<double>::quiet_NaN()};
+      if (!cells[acc_col].empty()) p.test_acc = std::stod(cells[acc_col]);  // empty: train.eval_test final
+      if (has_val) p.val_acc = std::stod(cells[val_col]);
       curve.push_back(p);
     } catch (const std::exception&) {
       throw CheckpointError(file.string() + ": malformed row '" + line + "'");

@@ -13,7 +13,7 @@ namespace biaslab::sweep {
 
 struct CurvePoint {
   int64_t step = 0;
-  double test_acc = 0.0;
+  double test_acc = 0.0;  ///< NaN where only the validation split was evaluated (train.eval_test: final)
   double val_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN without a validation split
 };
 
