@@ -82,6 +82,14 @@ struct Harness {
     lo.shuffle = lo.drop_last = false;
     test = std::make_unique<Loader>(make_split(64, 2), lo);
   }
+  // A 48-image validation split (what early stopping and eval_test: final select on).
+  void add_val() {
+    LoaderOptions lo;
+    lo.batch_size = 16;
+    lo.mean = {0.0};
+    lo.std = {1.0};
+    val = std::make_unique<Loader>(make_split(48, 3), lo);
+  }
   void fit(TrainState& state) {
     OptimConfig oc;
     oc.lr = 0.05;
@@ -227,11 +235,7 @@ TEST(Trainer, EarlyStoppingOnValidationAccuracy) {
   Harness h;
   h.cfg.epochs = 20;
   h.cfg.early_stop_patience = 2;
-  LoaderOptions lo;
-  lo.batch_size = 16;
-  lo.mean = {0.0};
-  lo.std = {1.0};
-  h.val = std::make_unique<Loader>(make_split(48, 3), lo);
+  h.add_val();
   TrainState s;
   h.fit(s);
   // The task is solved within a few epochs; two epochs without a better val_acc stop it.
@@ -312,11 +316,7 @@ TEST(Trainer, EvalTestFinalEvaluatesTheTestSetOnlyAtTheEnd) {
     h.cfg.epochs = early ? 20 : 4;
     h.cfg.early_stop_patience = early ? 2 : 0;
     h.cfg.eval_test = "final";
-    LoaderOptions lo;
-    lo.batch_size = 16;
-    lo.mean = {0.0};
-    lo.std = {1.0};
-    h.val = std::make_unique<Loader>(make_split(48, 3), lo);
+    h.add_val();
     TrainState s;
     h.fit(s);
     ASSERT_GE(s.history.size(), 2u);
