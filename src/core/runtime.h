@@ -31,9 +31,10 @@ bool blas_uses_pthreads();
 /// Which implementation the layers with a fused kernel use (runtime.kernels):
 ///   auto:      the fastest measured where it applies (docs/performance.md): LibTorch's
 ///              fused attention where it has one (2.0+); else, in fp32 on the CPU,
-///              biaslab's attention kernel; LibTorch's unfused operators otherwise;
-///   fused:     biaslab's fused kernels wherever they apply (the CPU attention kernel),
-///              LibTorch's fused attention elsewhere;
+///              biaslab's attention kernel; LibTorch's unfused operators otherwise; and
+///              biaslab's residual add + LayerNorm kernel in pre-norm blocks on the CPU;
+///   fused:     biaslab's fused kernels wherever they apply (the CPU attention kernel,
+///              the add + LayerNorm kernel), LibTorch's fused attention elsewhere;
 ///   reference: LibTorch's unfused operators everywhere, the path every kernel is tested against.
 /// Process-wide, like the thread count: it changes speed, not results beyond rounding.
 enum class KernelMode { Auto, Fused, Reference };

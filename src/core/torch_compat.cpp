@@ -28,6 +28,19 @@ bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype) {
 #endif
 }
 
+std::optional<c10::ScalarType> autocast_dtype(c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (!at::autocast::is_autocast_enabled(device)) return std::nullopt;
+  return at::autocast::get_autocast_dtype(device);
+#else
+  if (device == c10::DeviceType::CUDA)
+    return at::autocast::is_enabled() ? std::optional(at::autocast::get_autocast_gpu_dtype()) : std::nullopt;
+  if (device == c10::DeviceType::CPU)
+    return at::autocast::is_cpu_enabled() ? std::optional(at::autocast::get_autocast_cpu_dtype()) : std::nullopt;
+  return std::nullopt;
+#endif
+}
+
 void clear_autocast_cache() { at::autocast::clear_cache(); }
 
 std::string error_message(const std::exception& e) {

@@ -5,6 +5,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 
 namespace biaslab::compat {
@@ -14,6 +15,9 @@ std::string torch_version();
 
 /// Enables/disables autocast for `device` with `dtype`; returns whether it was enabled.
 bool set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype);
+
+/// The dtype autocast computes in on `device` where it is enabled there; nullopt where not.
+std::optional<c10::ScalarType> autocast_dtype(c10::DeviceType device);
 
 /// Drops autocast's cache of casted weights (they change after every optimizer step).
 void clear_autocast_cache();

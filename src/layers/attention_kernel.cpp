@@ -12,7 +12,8 @@
 
 // The tile functions are compiled twice on x86-64 GCC, for x86-64-v3 (AVX2, FMA) and for the
 // baseline, and the loader picks one per machine (ifunc); their inner loops are GCC
-// vector types (8 floats) and `omp simd` loops (enabled for this file with -fopenmp-simd).
+// vector types (8 floats) and `omp simd` loops; the file is compiled with -fopenmp, without
+// which at::parallel_for below is a serial loop (CMakeLists.txt).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define BIASLAB_TARGET_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -315,6 +316,14 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
 };
 
 }  // namespace
+
+bool attention_cpu_parallel() {
+#ifdef _OPENMP
+  return true;
+#else
+  return false;
+#endif
+}
 
 bool attention_cpu_supports(const at::Tensor& qkv) {
   return qkv.device().is_cpu() && (qkv.scalar_type() == at::kFloat || qkv.scalar_type() == at::kBFloat16);

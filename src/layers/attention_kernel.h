@@ -24,6 +24,10 @@ namespace biaslab {
 at::Tensor attention_cpu(const at::Tensor& qkv, int64_t heads, const at::Tensor& bias, const at::Tensor& mask,
                          double scale);
 
+/// Whether this build runs the kernel's tiles on LibTorch's intra-op threads (its file
+/// was compiled with OpenMP; without, at::parallel_for is a serial loop).
+bool attention_cpu_parallel();
+
 /// Whether attention_cpu serves an input on this device with this dtype (CPU, float or bf16).
 bool attention_cpu_supports(const at::Tensor& qkv);
 

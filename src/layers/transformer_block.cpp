@@ -2,7 +2,33 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
+#include "core/runtime.h"
+#include "core/torch_compat.h"
+#include "layers/add_norm_kernel.h"
+
 namespace biaslab {
+namespace {
+
+// {x + a, norm(x + a)}: one pass of biaslab's fused kernel where it applies (a LayerNorm
+// over the last dimension, on the CPU, kernels not `reference`), two operators otherwise.
+// Under bf16 autocast the normalised tokens come out in bf16, the dtype the next
+// projection would cast them to.
+std::pair<torch::Tensor, torch::Tensor> add_then_norm(const torch::Tensor& x, const torch::Tensor& a,
+                                                      torch::nn::AnyModule& norm) {
+  const auto* ln = dynamic_cast<const LayerNormFp32Impl*>(norm.ptr().get());
+  if (ln && kernel_mode() != KernelMode::Reference && ln->options.normalized_shape().size() == 1 &&
+      add_layer_norm_cpu_supports(x, a, ln->weight, ln->bias)) {
+    const auto autocast = compat::autocast_dtype(c10::DeviceType::CPU);
+    const auto n_dtype = autocast == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat;
+    return add_layer_norm_cpu(x, a, ln->weight, ln->bias, ln->options.eps(), n_dtype);
+  }
+  auto y = x + a;
+  return {y, norm.forward(y)};
+}
+
+}  // namespace
 
 TransformerBlockImpl::TransformerBlockImpl(const TransformerBlockOptions& options_) : options(options_) {
   reset();
@@ -49,9 +75,9 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
     return norm2.forward(res ? y + m : m);
   }
   auto a = branch(attn(norm1.forward(x)), ls1);
-  auto y = res ? x + a : a;
-  auto m = branch(mlp(norm2.forward(y)), ls2);
-  return res ? y + m : m;
+  if (!res) return branch(mlp(norm2.forward(a)), ls2);
+  auto [y, n] = add_then_norm(x, a, norm2);
+  return y + branch(mlp(n), ls2);
 }
 
 }  // namespace biaslab
