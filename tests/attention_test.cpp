@@ -193,7 +193,8 @@ static void expect_paths_agree(const AttentionOptions& o, const torch::Tensor& x
 
 TEST(Attention, FusedAndManualPathsAgree) {
   // runtime.kernels fused: biaslab's CPU kernel (layers/attention_kernel.h), on every
-  // LibTorch; auto: LibTorch's scaled_dot_product_attention where it has one (2.0+).
+  // LibTorch; auto: the same kernel in fp32 on the CPU (LibTorch's own fused attention
+  // is tested on its own below).
   // Global, local window, relative bias, window + relative; with a class token.
   std::vector<std::string> modes = {"fused"};
   if (compat::has_fused_attention()) modes.push_back("auto");
@@ -284,6 +285,28 @@ TEST(Attention, KernelOnItsOwnAgainstTheDefinition) {
   EXPECT_EQ(g_out[1].masked_select(mask.logical_not().expand({heads, n, n})).abs().max().item<float>(), 0.f);
   EXPECT_THROW(attention_cpu(qkv, 4, {}, {}, scale), c10::Error);
   EXPECT_THROW(attention_cpu(qkv, heads, torch::zeros({heads, n, n + 1}), {}, scale), c10::Error);
+}
+
+TEST(Attention, LibTorchFusedAttentionAgainstTheDefinition) {
+  // compat::fused_attention (2.x's scaled_dot_product_attention), which `auto` uses on
+  // CUDA and `fused` on the CPU where biaslab's kernel does not apply: with no mask, a
+  // bool mask and an additive one, against softmax(q k^T / sqrt(d) + mask) v.
+  if (!compat::has_fused_attention()) GTEST_SKIP() << "LibTorch " << compat::torch_version() << " has no fused attention";
+  torch::manual_seed(15);
+  const int64_t b = 2, heads = 3, n = 7, d = 4;
+  auto q = torch::randn({b, heads, n, d}), k = torch::randn({b, heads, n, d}), v = torch::randn({b, heads, n, d});
+  auto allowed = (torch::rand({n, n}) > 0.4) | torch::eye(n, torch::kBool);
+  auto additive = torch::randn({heads, n, n});
+  for (int kind = 0; kind < 3; ++kind) {
+    const torch::Tensor mask = kind == 0 ? torch::Tensor() : kind == 1 ? allowed : additive;
+    auto logits = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(d));
+    if (kind == 1) logits = logits.masked_fill(allowed.logical_not(), -INFINITY);
+    if (kind == 2) logits = logits + additive;
+    auto ref = torch::matmul(logits.softmax(-1), v);
+    auto out = compat::fused_attention(q, k, v, mask, 0.0);
+    EXPECT_TRUE(torch::allclose(out, ref, 1e-5, 1e-5)) << "mask kind " << kind << ": "
+                                                       << (out - ref).abs().max().item<float>();
+  }
 }
 
 TEST(Attention, RunsOnTheGpu_CUDA) {

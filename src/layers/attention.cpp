@@ -121,11 +121,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const bool fusable = options.fused() && mode != KernelMode::Reference && !keep_attn_ && !options.gated_positional();
   auto qkv_out = linear(qkv, x);  // (B, N, 3C)
   // biaslab's CPU kernel (not with dropout on the weights while training): with `fused`;
-  // with `auto` in fp32 where LibTorch has no fused attention of its own (1.13), where it
-  // measured faster than LibTorch's operators (docs/performance.md#fused-cpu-attention).
+  // with `auto` in fp32, where it measured faster than LibTorch's operators and than
+  // 2.x's scaled_dot_product_attention on the CPU (docs/performance.md#fused-cpu-attention).
+  // In bf16 on the CPU `auto` keeps LibTorch's operators (native bf16 products), faster
+  // than both fused kernels there.
   const bool cpu_kernel = fusable && attention_cpu_supports(qkv_out) && (!is_training() || options.attn_drop() == 0.0);
-  if (cpu_kernel && (mode == KernelMode::Fused || (qkv_out.scalar_type() == torch::kFloat &&
-                                                   !compat::has_fused_attention()))) {
+  if (cpu_kernel && (mode == KernelMode::Fused || qkv_out.scalar_type() == torch::kFloat)) {
     const torch::Tensor bias = relative_position_bias_table.defined() ? relative_bias(n, x.device()) : torch::Tensor();
     auto out = attention_cpu(qkv_out, h, bias, mask_, 1.0 / std::sqrt(double(d)));  // (B, N, C)
     return proj_drop(linear(proj, out));
@@ -136,7 +137,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   // each select's backward zero-fills a full-size (3, B, H, N, D) buffer and adds into it.
   const auto parts = qkv_.unbind(0);
   const auto &q = parts[0], &k = parts[1], &v = parts[2];
-  if (fusable && compat::has_fused_attention()) {
+  // LibTorch's fused attention (2.0+): on CUDA, and on the CPU with `fused` where
+  // biaslab's kernel does not apply.
+  if (fusable && compat::has_fused_attention() && (mode == KernelMode::Fused || !x.device().is_cpu())) {
     torch::Tensor mask;  // bool (may attend) or additive float
     if (relative_position_bias_table.defined()) {
       mask = relative_bias(n, x.device());

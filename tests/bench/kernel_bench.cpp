@@ -1,7 +1,8 @@
 // Times biaslab's fused CPU kernels against the LibTorch operators they replace, on one
 // transformer block's tensors (vit_lite_p4 at batch 128: 50 tokens of width 128, 4 heads):
 //   add+norm:  add_layer_norm_cpu  vs  x + a, layer_norm (and the cast to bf16 in bf16);
-//   attention: attention_cpu       vs  matmul, softmax, matmul on the qkv projection.
+//   attention: attention_cpu       vs  matmul, softmax, matmul on the qkv projection,
+//              and (LibTorch 2.x) vs its scaled_dot_product_attention ("vs SDPA").
 // Forward, and forward + backward; the best of --repeats calls after warm-up.
 // Not built by default: `ninja -C build kernel_bench`, then
 //   build/tests/kernel_bench [--threads N] [--batch B] [--tokens N] [--width C] [--heads H] [--repeats R]
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "core/runtime.h"
+#include "core/torch_compat.h"
 #include "layers/add_norm_kernel.h"
 #include "layers/attention_kernel.h"
 
@@ -117,6 +119,16 @@ int main(int argc, char** argv) {
       return std::make_pair(std::vector<torch::Tensor>{o}, std::vector<torch::Tensor>{go});
     }, {qkv});
     report("attention", name, fused_attn, reference_attn);
+    if (biaslab::compat::has_fused_attention()) {  // LibTorch 2.x: its scaled_dot_product_attention
+      auto sdpa = time_it(repeats, [&] {
+        auto parts = qkv.view({batch, tokens, 3, heads, width / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
+        auto o = biaslab::compat::fused_attention(parts[0], parts[1], parts[2], {}, 0.0)
+                     .transpose(1, 2)
+                     .reshape({batch, tokens, width});
+        return std::make_pair(std::vector<torch::Tensor>{o}, std::vector<torch::Tensor>{go});
+      }, {qkv});
+      report("vs SDPA", name, fused_attn, sdpa);
+    }
   }
   return 0;
 }
