@@ -10,14 +10,7 @@
 #include <cstring>
 #include <vector>
 
-// The row functions are compiled for x86-64-v3 (AVX2, FMA) and for the baseline, and the
-// loader picks one per machine; their loops are `omp simd`. This file is compiled with
-// -fopenmp, without which at::parallel_for is a serial loop (CMakeLists.txt).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define BIASLAB_TARGET_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define BIASLAB_TARGET_CLONES
-#endif
+#include "layers/kernel_target.h"
 
 namespace biaslab {
 namespace {

@@ -10,15 +10,8 @@
 #include <limits>
 #include <vector>
 
-// The tile functions are compiled twice on x86-64 GCC, for x86-64-v3 (AVX2, FMA) and for the
-// baseline, and the loader picks one per machine (ifunc); their inner loops are GCC
-// vector types (8 floats) and `omp simd` loops; the file is compiled with -fopenmp, without
-// which at::parallel_for below is a serial loop (CMakeLists.txt).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define BIASLAB_TARGET_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define BIASLAB_TARGET_CLONES
-#endif
+#include "layers/kernel_target.h"
+
 #define BIASLAB_INLINE inline __attribute__((always_inline))
 
 namespace biaslab {
