@@ -15,6 +15,7 @@
 #include "cli/validators.h"
 #include "config/loader.h"
 #include "core/build_info.h"
+#include "core/cpu_info.h"
 #include "core/errors.h"
 #include "core/runtime.h"
 #include "core/torch_compat.h"
@@ -83,6 +84,7 @@ void run_bench(const Args& a) {
     std::cout << fmt::format("  input {}x{}x{}, precision {}, {} thread(s), device {}{}, LibTorch {}\n", in.channels,
                              in.image_size, in.image_size, cfg.train.precision, threads, device.str(),
                              uses_channels_last(cfg) ? ", channels-last" : "", compat::torch_version());
+    std::cout << fmt::format("  CPU: {}\n", cpu_info().str());
     if (!blas_info().empty()) std::cout << fmt::format("  BLAS: {}\n", blas_info());
     std::cout << fmt::format("  {} warm-up steps, then {} repetitions x {} steps: median (min - max)\n", s.warmup,
                              s.repeats, s.steps);
@@ -96,6 +98,7 @@ void run_bench(const Args& a) {
               {"eval_batch_size", cfg.train.eval_batch_size},
               {"precision", cfg.train.precision},
               {"threads", threads},
+              {"cpu", {{"model", cpu_info().model}, {"isa", cpu_info().isa}}},
               {"blas", blas_info()},
               {"blas_openmp_build", build::kOpenBlasOpenMP},
               {"device", device.str()},

@@ -1,8 +1,6 @@
 #include "engine/precision.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "core/cpu_info.h"
 #include "core/errors.h"
 #include "core/torch_compat.h"
 
@@ -15,20 +13,8 @@ void require_precision_device(const std::string& precision, c10::Device device, 
 }
 
 bool cpu_has_native_bf16() {
-  static const bool has = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("flags", 0) != 0) continue;
-      std::istringstream words(line);
-      std::string w;
-      while (words >> w)
-        if (w == "avx512_bf16" || w == "amx_bf16") return true;
-      return false;
-    }
-    return false;
-  }();
-  return has;
+  const CpuInfo& cpu = cpu_info();
+  return cpu.has("avx512_bf16") || cpu.has("amx_bf16");
 }
 
 std::string resolve_precision(const std::string& precision, c10::Device device) {

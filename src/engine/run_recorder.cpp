@@ -7,6 +7,7 @@
 
 #include "config/loader.h"
 #include "core/build_info.h"
+#include "core/cpu_info.h"
 #include "core/errors.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -34,7 +35,8 @@ json execution_json(const Config& cfg, const RunContext& ctx, bool channels_last
           {"precision", cfg.train.precision},
           {"memory_format", channels_last ? "channels_last" : "contiguous"},
           {"distributed", distributed_json(ctx)},
-          {"host", hostname()}};
+          {"host", hostname()},
+          {"cpu", {{"model", cpu_info().model}, {"isa", cpu_info().isa}}}};
 }
 
 // TensorBoard's per-epoch scalars of one epoch, at the step it ended on.
