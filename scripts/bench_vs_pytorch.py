@@ -22,7 +22,9 @@ Usage (Debian's python3-torch is the LibTorch biaslab links against; a venv with
 2.x works too):
   /usr/bin/python3 scripts/bench_vs_pytorch.py [--models resnet20,vit,hybrid]
       [--precisions fp32,bf16] [--threads N] [--steps 20 --warmup 3 --repeats 5]
-      [--quick] [--json FILE] [--biaslab build/biaslab]
+      [--quick] [--json FILE] [--biaslab build/biaslab] [--compile]
+  .venv-torch/bin/python scripts/bench_vs_pytorch.py --biaslab build-pip/biaslab --compile
+      (LibTorch 2.x on both sides, and the twins also under torch.compile)
   /usr/bin/python3 scripts/bench_vs_pytorch.py --check-params-only
 Exit status: 0 on success, 1 on a parameter-count mismatch or a model the twins cannot
 mirror, biaslab's status when it fails, 77 when torch is not importable.
@@ -452,7 +454,9 @@ def measure(step, batch, warmup, steps, repeats, finish=lambda: None):
     return {"images_per_s": statistics.median(rates), "min": min(rates), "max": max(rates)}
 
 
-def time_pytorch(model, bench, device, warmup, steps, repeats, channels_last=False):
+def time_pytorch(model, bench, device, warmup, steps, repeats, channels_last=False, compiled=False):
+    """compiled: run the forward passes through torch.compile (Inductor, default mode);
+    the warm-up steps include the compilation of the training and inference graphs."""
     c, s, k = bench["input"]["channels"], bench["input"]["image_size"], bench["input"]["num_classes"]
     bs, ebs = bench["batch_size"], bench["eval_batch_size"]
     precision, smoothing = bench["precision"], bench["label_smoothing"]
@@ -462,6 +466,7 @@ def time_pytorch(model, bench, device, warmup, steps, repeats, channels_last=Fal
     if channels_last:  # --pytorch-channels-last: the layout biaslab's runtime.memory_format picks
         model.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(model, bench["optim"])
+    forward = torch.compile(model) if compiled else model
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(bs, c, s, s, generator=g).to(device), torch.randint(0, k, (bs,), generator=g).to(device)
     xe, ye = torch.randn(ebs, c, s, s, generator=g).to(device), torch.randint(0, k, (ebs,), generator=g).to(device)
@@ -469,7 +474,7 @@ def time_pytorch(model, bench, device, warmup, steps, repeats, channels_last=Fal
     def train_step():
         optimizer.zero_grad(set_to_none=True)
         with autocast(precision, device):
-            logits = model(x)
+            logits = forward(x)
         loss = F.cross_entropy(logits.float(), y, label_smoothing=smoothing)
         loss.backward()
         optimizer.step()
@@ -482,7 +487,7 @@ def time_pytorch(model, bench, device, warmup, steps, repeats, channels_last=Fal
     def infer_step():
         with torch.no_grad():  # NoGradGuard, not inference_mode
             with autocast(precision, device):
-                logits = model(xe)
+                logits = forward(xe)
             logits = logits.float()
             loss = F.cross_entropy(logits, ye, reduction="sum").double()
             correct = (logits.argmax(1) == ye).sum()
@@ -532,17 +537,27 @@ def ratio(a, b):
 def print_table(rows, header):
     print()
     print(header)
-    cols = ("model", "prec", "params", "train bl", "train pt", "ratio", "infer bl", "infer pt", "ratio")
-    widths = (9, 5, 10, 10, 10, 7, 10, 10, 7)
+    compiled = any("pytorch_compiled" in r for r in rows)
+    cols = ["model", "prec", "params", "train bl", "train pt", "ratio"]
+    if compiled:
+        cols += ["train ptc", "ratio"]
+    cols += ["infer bl", "infer pt", "ratio"]
+    if compiled:
+        cols += ["infer ptc", "ratio"]
+    widths = [9, 5, 10] + [10 if c.startswith(("train", "infer")) else 7 for c in cols[3:]]
     print("".join(f"{c:>{w}}" if i > 1 else f"{c:<{w}}" for i, (c, w) in enumerate(zip(cols, widths))))
     for r in rows:
-        cells = (r["model"], r["precision"], f"{r['params']:,}",
-                 f"{r['biaslab']['train']:.0f}", f"{r['pytorch']['train']['images_per_s']:.0f}",
-                 f"{r['ratio']['train']:.2f}x",
-                 f"{r['biaslab']['infer']:.0f}", f"{r['pytorch']['infer']['images_per_s']:.0f}",
-                 f"{r['ratio']['infer']:.2f}x")
+        cells = [r["model"], r["precision"], f"{r['params']:,}"]
+        for phase in ("train", "infer"):
+            cells += [f"{r['biaslab'][phase]:.0f}", f"{r['pytorch'][phase]['images_per_s']:.0f}",
+                      f"{r['ratio'][phase]:.2f}x"]
+            if compiled:
+                c = r.get("pytorch_compiled")
+                cells += [f"{c[phase]['images_per_s']:.0f}" if c else "-",
+                          f"{r['ratio_compiled'][phase]:.2f}x" if c else "-"]
         print("".join(f"{c:>{w}}" if i > 1 else f"{c:<{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
-    print("(images/s, median over repetitions; bl = biaslab, pt = PyTorch; ratio = biaslab / PyTorch)")
+    print("(images/s, median over repetitions; bl = biaslab, pt = PyTorch eager"
+          + (", ptc = PyTorch under torch.compile" if compiled else "") + "; ratio = biaslab / PyTorch)")
 
 
 def csv_list(text, allowed, what):
@@ -572,6 +587,9 @@ def main():
     parser.add_argument("--pytorch-channels-last", action="store_true",
                         help="give the PyTorch twin the channels-last weights biaslab uses for the model "
                              "(runtime.memory_format); default: plain PyTorch (contiguous)")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time the twins under torch.compile (Inductor; torch 2.x): the peer a "
+                             "PyTorch 2 user would run; compilation happens in the warm-up steps")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: %s" % ", ".join(f"{k} {v}" for k, v in QUICK.items()))
     parser.add_argument("--json", metavar="FILE", help="write all results here")
@@ -586,6 +604,9 @@ def main():
                 setattr(args, key, value)
     if args.threads is None:
         args.threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if args.compile and not hasattr(torch, "compile"):
+        raise SystemExit(f"--compile: torch {torch.__version__} has no torch.compile (it needs torch 2.x: "
+                         f"run this script with .venv-torch/bin/python, see scripts/setup.sh --torch pip)")
     if args.attention == "fused" and not has_sdpa():
         raise SystemExit(f"--attention fused: torch {torch.__version__} has no scaled_dot_product_attention")
 
@@ -650,6 +671,14 @@ def main():
             except TwinError as e:
                 print(f"{name}: {e}", file=sys.stderr)
                 sys.exit(1)
+            ptc = None
+            if args.compile:
+                torch.manual_seed(0)
+                twin_c = build_twin(configs[name], input_["channels"], input_["image_size"], input_["num_classes"],
+                                    fused)
+                ptc = time_pytorch(twin_c, bench, device, max(args.warmup, 3), args.steps, args.repeats,
+                                   args.pytorch_channels_last and bench.get("memory_format") == "channels_last",
+                                   compiled=True)
             bl = {phase: bench[phase]["images_per_s"] for phase in ("train", "infer")}
             rows.append({
                 "model": name, "precision": precision, "params": bench["model"]["params"],
@@ -664,6 +693,12 @@ def main():
             print(f"{name} {precision}: train {bl['train']:.0f} vs {pt['train']['images_per_s']:.0f} img/s, "
                   f"infer {bl['infer']:.0f} vs {pt['infer']['images_per_s']:.0f} img/s (biaslab vs PyTorch)",
                   file=sys.stderr)
+            if ptc:
+                rows[-1]["pytorch_compiled"] = ptc
+                rows[-1]["ratio_compiled"] = {phase: ratio(bl[phase], ptc[phase]["images_per_s"]) for phase in bl}
+                print(f"{name} {precision}: train {bl['train']:.0f} vs {ptc['train']['images_per_s']:.0f} img/s, "
+                      f"infer {bl['infer']:.0f} vs {ptc['infer']['images_per_s']:.0f} img/s "
+                      f"(biaslab vs PyTorch, torch.compile)", file=sys.stderr)
 
     attention = sorted({r["attention"] for r in rows})
     header = (f"biaslab (LibTorch {libtorch or '?'}) vs PyTorch {torch.__version__} (Python "

@@ -26,6 +26,7 @@ packages=(
   nlohmann-json3-dev zlib1g-dev libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist
   python3 python3-torch python3-torchvision python3-venv python3-pip
+  python3-dev  # Python.h: torch.compile's Inductor builds C++ (scripts/bench_vs_pytorch.py --compile)
 )
 
 missing=()

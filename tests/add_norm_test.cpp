@@ -15,12 +15,8 @@ using namespace biaslab;
 
 namespace {
 
-::testing::AssertionResult close(const torch::Tensor& a_in, const torch::Tensor& b_in, double rtol, double atol) {
-  const auto a = a_in.to(torch::kFloat), b = b_in.to(torch::kFloat);
-  if (a.sizes() != b.sizes()) return ::testing::AssertionFailure() << "sizes " << a.sizes() << " vs " << b.sizes();
-  if (torch::allclose(a, b, rtol, atol)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "max diff " << (a - b).abs().max().item<double>();
-}
+using test::relative_error;
+using test::tensors_close;
 
 struct Case {
   torch::Tensor x, a, w, b;
@@ -45,8 +41,8 @@ void expect_matches_reference(const Case& k, torch::ScalarType n_dtype, double r
   auto n_ref = torch::layer_norm(y_ref.to(torch::kFloat), {k.x.size(-1)}, k.w, k.b, eps).to(n_dtype);
   ASSERT_EQ(y.scalar_type(), y_ref.scalar_type()) << what;
   ASSERT_EQ(n.scalar_type(), n_dtype) << what;
-  EXPECT_TRUE(close(y, y_ref, 0, 0)) << what << ": y";  // the same single rounding
-  EXPECT_TRUE(close(n, n_ref, rtol, atol)) << what << ": n";
+  EXPECT_TRUE(tensors_close(y, y_ref, 0, 0)) << what << ": y";  // the same single rounding
+  EXPECT_TRUE(tensors_close(n, n_ref, rtol, atol)) << what << ": n";
   auto gy = torch::randn_like(y), gn = torch::randn_like(n);
   const std::vector<torch::Tensor> inputs = {k.x, k.a, k.w, k.b};
   auto g = torch::autograd::grad({y, n}, inputs, {gy, gn});
@@ -54,7 +50,7 @@ void expect_matches_reference(const Case& k, torch::ScalarType n_dtype, double r
   const char* names[] = {"x", "a", "weight", "bias"};
   for (size_t i = 0; i < inputs.size(); ++i) {
     ASSERT_EQ(g[i].scalar_type(), inputs[i].scalar_type()) << what << ": " << names[i];
-    EXPECT_TRUE(close(g[i], g_ref[i], rtol, atol)) << what << ": gradient of " << names[i];
+    EXPECT_TRUE(tensors_close(g[i], g_ref[i], rtol, atol)) << what << ": gradient of " << names[i];
   }
 }
 
@@ -154,13 +150,10 @@ void expect_block_paths_agree(const TransformerBlockOptions& o, const torch::Ten
     for (const auto& p : block->parameters()) g.push_back(p.grad().detach().clone());
     p_grads.push_back(g);
   }
-  auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
-    return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
-  };
-  EXPECT_LE(rel(outs[0], outs[1]), tol_norm) << what << ": output";
-  EXPECT_LE(rel(x_grads[0], x_grads[1]), tol_norm) << what << ": input gradient";
+  EXPECT_LE(relative_error(outs[0], outs[1]), tol_norm) << what << ": output";
+  EXPECT_LE(relative_error(x_grads[0], x_grads[1]), tol_norm) << what << ": input gradient";
   for (size_t i = 0; i < p_grads[0].size(); ++i)
-    EXPECT_LE(rel(p_grads[0][i], p_grads[1][i]), tol_norm) << what << ": parameter " << i;
+    EXPECT_LE(relative_error(p_grads[0][i], p_grads[1][i]), tol_norm) << what << ": parameter " << i;
 }
 
 }  // namespace

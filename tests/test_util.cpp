@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <future>
@@ -9,6 +10,19 @@
 #include "distributed/communicator.h"
 
 namespace biaslab::test {
+
+::testing::AssertionResult tensors_close(const torch::Tensor& a_in, const torch::Tensor& b_in, double rtol,
+                                         double atol) {
+  const auto a = a_in.to(torch::kFloat), b = b_in.to(torch::kFloat);
+  if (a.sizes() != b.sizes()) return ::testing::AssertionFailure() << "sizes " << a.sizes() << " vs " << b.sizes();
+  if (torch::allclose(a, b, rtol, atol)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max diff " << (a - b).abs().max().item<double>();
+}
+
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto bf = b.to(torch::kFloat);
+  return (a.to(torch::kFloat) - bf).norm().item<double>() / std::max(bf.norm().item<double>(), 1e-30);
+}
 
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "biaslab_test_XXXXXX").string();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
 namespace biaslab::dist {
@@ -27,6 +28,14 @@ class TempDir {
 
 /// Copies every parameter `from` shares by name with `to` (the rest of `to` is kept).
 void copy_shared_parameters(const torch::nn::Module& from, torch::nn::Module& to);
+
+/// Whether a and b (any float dtypes, compared in fp32) have one shape and agree
+/// elementwise within rtol and atol (torch::allclose); the failure names the largest
+/// difference.
+::testing::AssertionResult tensors_close(const torch::Tensor& a, const torch::Tensor& b, double rtol, double atol);
+
+/// ||a - b|| / ||b|| (Frobenius, in fp32).
+double relative_error(const torch::Tensor& a, const torch::Tensor& b);
 
 /// Writes `text` to `path`.
 void write_text(const std::filesystem::path& path, const std::string& text);

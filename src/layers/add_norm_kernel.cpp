@@ -1,6 +1,7 @@
 #include "layers/add_norm_kernel.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/autograd.h>
 #include <torch/types.h>
 
@@ -10,58 +11,18 @@
 #include <cstring>
 #include <vector>
 
+#include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 
 namespace biaslab {
 namespace {
 
-// Rows per task, and per partial sum of the weight and bias gradients: fixed, so the
-// gradients' summation order (and so their bits) does not depend on the thread count.
-constexpr int64_t kRowsPerChunk = 64;
-
-bool is_float_or_bf16(const at::Tensor& t) {
-  return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16;
-}
-
-// bf16 <-> fp32 for a row, in loops the compiler vectorises: bf16 is the high half of an
-// fp32; fp32 -> bf16 rounds to nearest even (NaN stays a quiet NaN), as LibTorch's casts do.
-BIASLAB_TARGET_CLONES void bf16_to_float(const uint16_t* src, float* dst, int64_t c) {
-#pragma omp simd
-  for (int64_t i = 0; i < c; ++i) {
-    const uint32_t bits = uint32_t(src[i]) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    dst[i] = f;
-  }
-}
-
-BIASLAB_TARGET_CLONES void float_to_bf16(const float* src, uint16_t* dst, int64_t c) {
-#pragma omp simd
-  for (int64_t i = 0; i < c; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &src[i], sizeof bits);
-    const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-    dst[i] = src[i] != src[i] ? uint16_t(0x7FC0) : uint16_t(rounded);
-  }
-}
-
-// Row `row` of a contiguous (rows, c) float or bf16 tensor as fp32: the row itself for a
-// float tensor, else converted into `buf`.
-const float* read_row(const at::Tensor& t, int64_t row, int64_t c, float* buf) {
-  if (t.scalar_type() == at::kFloat) return static_cast<const float*>(t.data_ptr()) + row * c;
-  bf16_to_float(static_cast<const uint16_t*>(t.data_ptr()) + row * c, buf, c);
-  return buf;
-}
-
-// Where to compute row `row` of an output: in place for a float tensor, else in `buf`,
-// which finish_row then rounds into the tensor.
-float* write_row(at::Tensor& t, int64_t row, int64_t c, float* buf) {
-  return t.scalar_type() == at::kFloat ? static_cast<float*>(t.data_ptr()) + row * c : buf;
-}
-
-void finish_row(at::Tensor& t, int64_t row, int64_t c, const float* buf) {
-  if (t.scalar_type() != at::kFloat) float_to_bf16(buf, static_cast<uint16_t*>(t.data_ptr()) + row * c, c);
-}
+using kernel_rows::chunks_of;
+using kernel_rows::finish_row;
+using kernel_rows::is_float_or_bf16;
+using kernel_rows::kRowsPerChunk;
+using kernel_rows::read_row;
+using kernel_rows::write_row;
 
 // y <- x + a; n <- LayerNorm(y); mean and 1/std out.
 BIASLAB_TARGET_CLONES void add_norm_row(const float* x, const float* a, float* y, const float* w, const float* b,
@@ -114,13 +75,12 @@ BIASLAB_TARGET_CLONES void add_norm_row_backward(const float* y, const float* dn
   }
 }
 
-int64_t chunks_of(int64_t rows) { return (rows + kRowsPerChunk - 1) / kRowsPerChunk; }
-
 class AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunction> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x_in,
                                                 const at::Tensor& a_in, const at::Tensor& weight_in,
                                                 const at::Tensor& bias_in, double eps, int64_t n_dtype) {
+    RECORD_FUNCTION("biaslab::add_layer_norm_cpu", std::vector<c10::IValue>());  // named in profiles (bench --trace)
     const int64_t c = x_in.size(-1);
     const at::Tensor x = x_in.contiguous(), a = a_in.contiguous();
     const at::Tensor w = weight_in.contiguous(), b = bias_in.contiguous();
@@ -181,10 +141,7 @@ class AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFuncti
                                 dy.defined() ? read_row(dy, r, c, dyb) : nullptr, wp, mp[r], rp[r], c, ds, dw,
                                 dw + c);
           finish_row(dx, r, c, ds);
-          if (da.scalar_type() == at::kFloat)
-            std::copy_n(ds, c, static_cast<float*>(da.data_ptr()) + r * c);
-          else
-            float_to_bf16(ds, static_cast<uint16_t*>(da.data_ptr()) + r * c, c);
+          kernel_rows::store_row(da, r, c, ds);
         }
       }
     });

@@ -1,6 +1,7 @@
 #include "layers/attention_kernel.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/autograd.h>
 #include <torch/types.h>
 
@@ -11,8 +12,7 @@
 #include <vector>
 
 #include "layers/kernel_target.h"
-
-#define BIASLAB_INLINE inline __attribute__((always_inline))
+#include "layers/vec_math.h"
 
 namespace biaslab {
 namespace {
@@ -26,43 +26,16 @@ BIASLAB_INLINE float dot(const float* a, const float* b, int64_t d) {
   return acc;
 }
 
-typedef float v8 __attribute__((vector_size(32)));    // 8 floats: one AVX register (two SSE ones)
-typedef int32_t vi8 __attribute__((vector_size(32)));  // 8 int32, for exp's exponent bits
-
-BIASLAB_INLINE v8 load8(const float* p) {
-  v8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-BIASLAB_INLINE void store8(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
+using vec::load8;
+using vec::store8;
+using vec::v8;
 
 // x[j] <- exp(x[j] - shift) for j < n; shift is the row maximum or its log-sum-exp, so
-// every argument is <= 0 (and -inf where masked, giving 0). Eight at a time: Cephes'
-// single-precision exp (range reduction by ln 2 in two parts, degree-6 polynomial, 2^k
-// from the exponent bits, k rounded with the 1.5 * 2^23 trick), within 2 ulp of std::exp,
-// 0 below -87; std::exp for the last n % 8.
+// every argument is <= 0 (and -inf where masked, giving 0): eight at a time
+// (vec::exp_nonpositive8), std::exp for the last n % 8.
 BIASLAB_INLINE void exp_shifted(float* x, int64_t n, float shift) {
   int64_t j = 0;
-  const v8 zero = {};
-  for (; j + 8 <= n; j += 8) {
-    const v8 t = load8(x + j) - shift;
-    const v8 c = t < -87.0f ? zero - 87.0f : t;
-    const v8 k = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    v8 r = c - k * 0.693359375f;
-    r = r + k * 2.12194440e-4f;
-    const v8 r2 = r * r;
-    v8 p = zero + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r2 + r + 1.0f;
-    const vi8 bits = (__builtin_convertvector(k, vi8) + 127) << 23;
-    const v8 e = p * (v8)bits;  // the bits as floats: 2^k
-    store8(x + j, t < -87.0f ? zero : e);
-  }
+  for (; j + 8 <= n; j += 8) store8(x + j, vec::exp_nonpositive8(load8(x + j) - shift));
   for (; j < n; ++j) x[j] = std::exp(x[j] - shift);
 }
 
@@ -237,6 +210,7 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv_in, const at::Tensor& bias_in,
                             const at::Tensor& mask_in, int64_t heads, double scale) {
+    RECORD_FUNCTION("biaslab::attention_cpu", std::vector<c10::IValue>());  // named in profiles (bench --trace)
     // Absent bias and mask arrive as empty tensors: 1.13's Function::apply cannot take
     // undefined ones.
     const at::Tensor qkv = qkv_in.contiguous();

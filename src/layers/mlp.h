@@ -28,6 +28,9 @@ class MlpImpl : public torch::nn::Cloneable<MlpImpl>, public Scriptable {
   /// x: (..., in_features) -> (..., in_features)
   torch::Tensor forward(const torch::Tensor& x);
   torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
+  /// act(fc1(x)): through biaslab's fused bias + GELU kernel under runtime.kernels=fused
+  /// on the CPU (layers/bias_gelu_kernel.h), LibTorch's operators otherwise.
+  torch::Tensor fc1_act(const torch::Tensor& x);
 
   MlpOptions options;
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};

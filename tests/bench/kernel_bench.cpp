@@ -2,7 +2,9 @@
 // transformer block's tensors (vit_lite_p4 at batch 128: 50 tokens of width 128, 4 heads):
 //   add+norm:  add_layer_norm_cpu  vs  x + a, layer_norm (and the cast to bf16 in bf16);
 //   attention: attention_cpu       vs  matmul, softmax, matmul on the qkv projection,
-//              and (LibTorch 2.x) vs its scaled_dot_product_attention ("vs SDPA").
+//              and (LibTorch 2.x) vs its scaled_dot_product_attention ("vs SDPA");
+//   fc1+gelu:  linear without bias, bias_gelu_cpu  vs  linear with bias, gelu (the MLP's
+//              first projection to 4x the width and its activation, projection included).
 // Forward, and forward + backward; the best of --repeats calls after warm-up.
 // Not built by default: `ninja -C build kernel_bench`, then
 //   build/tests/kernel_bench [--threads N] [--batch B] [--tokens N] [--width C] [--heads H] [--repeats R]
@@ -21,6 +23,7 @@
 #include "core/torch_compat.h"
 #include "layers/add_norm_kernel.h"
 #include "layers/attention_kernel.h"
+#include "layers/bias_gelu_kernel.h"
 
 namespace {
 
@@ -129,6 +132,25 @@ int main(int argc, char** argv) {
       }, {qkv});
       report("vs SDPA", name, fused_attn, sdpa);
     }
+    // The MLP's fc1 + GELU, under autocast in bf16 as in training (the weight is fp32).
+    auto t = torch::randn({batch, tokens, width}).to(dtype).requires_grad_(true);
+    auto w1 = (torch::randn({4 * width, width}) * 0.05).requires_grad_(true);
+    auto b1 = torch::randn({4 * width}).mul(0.1).requires_grad_(true);
+    auto gh = torch::randn({batch, tokens, 4 * width}).to(dtype);
+    if (bf16) biaslab::compat::set_autocast(c10::DeviceType::CPU, true, at::kBFloat16);
+    auto fused_mlp = time_it(repeats, [&] {
+      auto h = biaslab::bias_gelu_cpu(torch::linear(t, w1), b1);
+      return std::make_pair(std::vector<torch::Tensor>{h}, std::vector<torch::Tensor>{gh});
+    }, {t, w1, b1});
+    auto reference_mlp = time_it(repeats, [&] {
+      auto h = torch::gelu(torch::linear(t, w1, b1));
+      return std::make_pair(std::vector<torch::Tensor>{h}, std::vector<torch::Tensor>{gh});
+    }, {t, w1, b1});
+    if (bf16) {
+      biaslab::compat::set_autocast(c10::DeviceType::CPU, false, at::kBFloat16);
+      biaslab::compat::clear_autocast_cache();
+    }
+    report("fc1+gelu", name, fused_mlp, reference_mlp);
   }
   return 0;
 }

@@ -22,6 +22,7 @@ assert b["precision"] == ("bf16" if native else "fp32"), (b["precision"], native
 assert b["settings"] == {"warmup": 1, "steps": 2, "repeats": 2}
 assert b["peak"]["flops_per_s"] > 0 and b["peak"]["kernel"].startswith(("mm ", "1x1 conv")), b["peak"]
 assert b["memory_format"] == "contiguous"  # auto: the ViT stays contiguous
+assert b["cpu"]["model"] and isinstance(b["cpu"]["isa"], list), b["cpu"]
 # Built with the RPATH to OpenBLAS's OpenMP build: that is the one LibTorch loaded.
 if b["blas_openmp_build"]:
     assert b["blas"].startswith("OpenBLAS") and b["blas"].endswith("(OpenMP)"), b["blas"]
@@ -34,6 +35,22 @@ assert [l["variant"] for l in b["loader"]] == ["normalise only", "configured aug
 assert all(l["images_per_s"] > 0 for l in b["loader"])
 print("bench.json ok")
 P
+# --trace, summarised by scripts/trace_summary.py: the fused kernels name themselves.
+"$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" "${tiny[@]}" --set train.precision=fp32 \
+  --set runtime.kernels=fused --only train --trace trace.json >/dev/null || fail "bench --trace"
+python3 "$SRC/scripts/trace_summary.py" trace.json --steps 2 --top 5 --json trace_summary.json >trace.txt \
+  || fail "trace_summary.py"
+grep -qE "^matrix products +[0-9.]+ ms" trace.txt || fail "trace_summary table"
+python3 - <<'P' || fail "trace_summary --json"
+import json
+(r,) = json.load(open("trace_summary.json"))
+c, ops = r["classes_ms_per_step"], r["ops_ms_per_step"]
+assert c["matrix products"] > 0 and c["fused kernels (biaslab)"] > 0, c
+assert all(k in ops for k in ("biaslab::attention_cpu", "biaslab::add_layer_norm_cpu", "biaslab::bias_gelu_cpu")), ops
+assert abs(sum(c.values()) - r["wall_ms_per_step"]) < 0.05 * r["wall_ms_per_step"], (sum(c.values()), r)
+print("trace_summary ok")
+P
+expect_status 2 "not a readable Chrome trace" -- python3 "$SRC/scripts/trace_summary.py" bench.json
 out=$("$BIASLAB" bench -c "$SRC/configs/fmnist_resnet20.yaml" --set model.layers=[1,1,1] --set train.precision=fp32 \
       "${tiny[@]:4}" --only train)
 echo "$out"
@@ -73,5 +90,19 @@ for r in rows:
     assert all(r["ratio"][k] > 0 for k in ("train", "infer")), r
 print("vs.json ok")
 P
+  # torch.compile peers (torch 2.x only, e.g. the --torch pip suite): one model, fp32.
+  if "$PYTHON" -c 'import sys, torch; sys.exit(0 if hasattr(torch, "compile") else 1)' 2>/dev/null; then
+    "$PYTHON" "$SRC/scripts/bench_vs_pytorch.py" --quick --models vit --precisions fp32 --compile \
+      --biaslab "$BIASLAB" --json vsc.json > vsc.out || fail "bench_vs_pytorch.py --compile"
+    grep -q "train ptc" vsc.out || fail "--compile table"
+    python3 - <<'P' || fail "bench_vs_pytorch.py --compile --json"
+import json
+(r,) = json.load(open("vsc.json"))["results"]
+assert all(r["pytorch_compiled"][k]["images_per_s"] > 0 and r["ratio_compiled"][k] > 0 for k in ("train", "infer")), r
+print("vsc.json ok")
+P
+  else
+    echo "SKIPPED: bench_vs_pytorch.py --compile ($PYTHON's torch has no torch.compile)"
+  fi
 fi
 echo PASS
