@@ -39,7 +39,7 @@ CLASSES = [
                       r"_native_batch_norm_legit.*|group_norm|native_group_norm.*)$"),
     ("activations", r"^aten::(gelu|gelu_backward|relu_?|threshold_backward|silu|silu_backward|tanh|"
                     r"tanh_backward|sigmoid|sigmoid_backward)$"),
-    ("loss", r"^aten::(cross_entropy_loss|nll_loss.*|_log_softmax.*)$"),
+    ("loss", r"^aten::(cross_entropy_loss|nll_loss.*)$"),
     ("optimizer", r"^aten::(addcmul_|addcdiv_|lerp_|_foreach_.*|sqrt|sqrt_|maximum)$"),
     ("reductions", r"^aten::(sum|mean|norm|linalg_vector_norm|max|min|argmax|amax|all|any|isfinite|"
                    r"_local_scalar_dense|item|eq|ne|ge|le)$"),

@@ -14,6 +14,9 @@
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 
+// The row functions are BIASLAB_TARGET_CLONES (kernel_target.h: one copy for x86-64-v3,
+// one for the baseline) and their loops are `omp simd`; bf16 rows go through kernel_rows.h.
+
 namespace biaslab {
 namespace {
 

@@ -14,6 +14,10 @@
 #include "layers/kernel_target.h"
 #include "layers/vec_math.h"
 
+// The tile functions are BIASLAB_TARGET_CLONES (kernel_target.h: one copy for x86-64-v3,
+// one for the baseline); their inner loops are 8-float GCC vector types (vec_math.h: the
+// register-blocked micro-kernel, the vectorised exp) and `omp simd` loops.
+
 namespace biaslab {
 namespace {
 

@@ -7,11 +7,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 #include "layers/vec_math.h"
+
+// The row functions are BIASLAB_TARGET_CLONES (kernel_target.h: one copy for x86-64-v3,
+// one for the baseline); their loops work on 8-float GCC vector types (vec_math.h), a
+// row's last c % 8 values through a zero-padded copy; bf16 rows go through kernel_rows.h.
 
 namespace biaslab {
 namespace {
@@ -139,10 +144,12 @@ bool bias_gelu_cpu_supports(const at::Tensor& h, const at::Tensor& bias) {
 }
 
 at::Tensor bias_gelu_cpu(const at::Tensor& h, const at::Tensor& bias) {
+  auto describe = [](const at::Tensor& t) {
+    return t.defined() ? c10::str(t.sizes(), " ", t.scalar_type(), " on ", t.device()) : std::string("undefined");
+  };
   TORCH_CHECK(bias_gelu_cpu_supports(h, bias),
-              "bias_gelu_cpu: needs a CPU float/bf16 h of shape (..., C) and a (C) float bias, got h ",
-              h.defined() ? h.sizes() : at::IntArrayRef{}, " ", h.defined() ? h.scalar_type() : at::kFloat,
-              ", bias ", bias.defined() ? bias.sizes() : at::IntArrayRef{});
+              "bias_gelu_cpu: needs a CPU float/bf16 h of shape (..., C) and a (C) float bias, got h ", describe(h),
+              ", bias ", describe(bias));
   return BiasGeluFunction::apply(h, bias);
 }
 
