@@ -1,6 +1,7 @@
 #include "core/cpu_info.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace biaslab {
 
@@ -21,6 +22,10 @@ TEST(CpuInfo, ParsesTheFirstProcessorsModelAndKernelFlags) {
   EXPECT_TRUE(info.has("avx512_bf16"));
   EXPECT_FALSE(info.has("amx_bf16"));
   EXPECT_EQ(info.str(), "AMD EPYC 9R14 (avx2 fma avx512f avx512bw avx512_vnni avx512_bf16)");
+  // As meta.json and `bench --json` record it.
+  const nlohmann::json j = {{"cpu", info}};
+  EXPECT_EQ(j.dump(), R"({"cpu":{"isa":["avx2","fma","avx512f","avx512bw","avx512_vnni","avx512_bf16"],)"
+                      R"("model":"AMD EPYC 9R14"}})");
 }
 
 TEST(CpuInfo, UnreadableTextGivesUnknownAndNoFlags) {

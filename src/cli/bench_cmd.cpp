@@ -98,7 +98,7 @@ void run_bench(const Args& a) {
               {"eval_batch_size", cfg.train.eval_batch_size},
               {"precision", cfg.train.precision},
               {"threads", threads},
-              {"cpu", {{"model", cpu_info().model}, {"isa", cpu_info().isa}}},
+              {"cpu", cpu_info()},
               {"blas", blas_info()},
               {"blas_openmp_build", build::kOpenBlasOpenMP},
               {"device", device.str()},

@@ -1,5 +1,7 @@
 #include "core/cpu_info.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -26,6 +28,8 @@ std::string CpuInfo::str() const {
   for (size_t i = 0; i < isa.size(); ++i) s += (i ? " " : "") + isa[i];
   return s + ")";
 }
+
+void to_json(nlohmann::json& j, const CpuInfo& cpu) { j = {{"model", cpu.model}, {"isa", cpu.isa}}; }
 
 CpuInfo parse_cpuinfo(const std::string& text) {
   CpuInfo info;

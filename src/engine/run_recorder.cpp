@@ -36,7 +36,7 @@ json execution_json(const Config& cfg, const RunContext& ctx, bool channels_last
           {"memory_format", channels_last ? "channels_last" : "contiguous"},
           {"distributed", distributed_json(ctx)},
           {"host", hostname()},
-          {"cpu", {{"model", cpu_info().model}, {"isa", cpu_info().isa}}}};
+          {"cpu", cpu_info()}};
 }
 
 // TensorBoard's per-epoch scalars of one epoch, at the step it ended on.
