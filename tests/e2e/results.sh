@@ -1,0 +1,52 @@
+# The committed studies reproduce: `biaslab report` over each sweep directory committed
+# under docs/results/ (those holding a ledger.json) writes the same tables as the
+# committed report/ folder, byte for byte (issue: "biaslab report over the committed
+# directories reproduces the committed tables"). The PNG plots are not compared.
+# In a git checkout the committed state (HEAD) is checked, so that a sweep running into
+# docs/results/ does not disturb the test; elsewhere the directory as it is.
+source "$(dirname "$0")/lib.sh" "$@"
+tables=(report.md summary.md results.csv summary.csv paired.csv tuning.csv)
+studies=()
+for ledger in "$SRC"/docs/results/*/ledger.json; do
+  [[ -f $ledger ]] && studies+=("$(basename "$(dirname "$ledger")")")
+done
+((${#studies[@]} > 0)) || fail "no sweep directory with a ledger.json under docs/results/"
+mkdir -p "$WORK/tree"
+for study in "${studies[@]}"; do
+  if git -C "$SRC" rev-parse --verify -q HEAD >/dev/null 2>&1 &&
+     [[ -n $(git -C "$SRC" ls-files "docs/results/$study/ledger.json") ]]; then
+    git -C "$SRC" archive HEAD "docs/results/$study" | tar -x -C "$WORK/tree"
+  else
+    mkdir -p "$WORK/tree/docs/results"
+    cp -r "$SRC/docs/results/$study" "$WORK/tree/docs/results/"
+  fi
+  dir="$WORK/tree/docs/results/$study"
+  [[ -d $dir/report ]] || fail "docs/results/$study has a ledger.json but no report/ (run: biaslab report docs/results/$study)"
+  "$BIASLAB" report "$dir" --out "$WORK/$study" >/dev/null || fail "report of docs/results/$study"
+  compared=0
+  for t in "${tables[@]}"; do
+    [[ -f $dir/report/$t || -f $WORK/$study/$t ]] || continue
+    [[ -f $dir/report/$t ]] || fail "docs/results/$study/report lacks $t, which report writes"
+    [[ -f $WORK/$study/$t ]] || fail "report no longer writes $t for docs/results/$study"
+    cmp -s "$dir/report/$t" "$WORK/$study/$t" ||
+      fail "docs/results/$study/report/$t differs from what report writes now: $(diff "$dir/report/$t" "$WORK/$study/$t" | head -n 8)"
+    compared=$((compared + 1))
+  done
+  ((compared >= 4)) || fail "docs/results/$study: only $compared table(s) compared"
+  echo "ok: docs/results/$study: $compared tables reproduce"
+done
+# The comparison can fail: one run's final test accuracy changed in a copy gives other tables.
+study=${studies[0]}
+cp -r "$WORK/tree/docs/results/$study" "$WORK/altered"
+metrics=$(find "$WORK/altered/runs" -name summary.json | sort | head -n 1)
+[[ -n $metrics ]] || fail "docs/results/$study has no run summary.json"
+python3 - "$metrics" <<'PY' || fail "altering $metrics"
+import json, sys
+p = sys.argv[1]
+s = json.load(open(p))
+s["final"]["test_acc"] *= 0.5
+json.dump(s, open(p, "w"))
+PY
+"$BIASLAB" report "$WORK/altered" --out "$WORK/altered_report" >/dev/null || fail "report of the altered copy"
+! cmp -s "$WORK/altered/report/results.csv" "$WORK/altered_report/results.csv" || fail "an altered run left results.csv unchanged"
+echo PASS
