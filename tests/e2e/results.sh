@@ -38,9 +38,9 @@ done
 # The comparison can fail: one run's final test accuracy changed in a copy gives other tables.
 study=${studies[0]}
 cp -r "$WORK/tree/docs/results/$study" "$WORK/altered"
-metrics=$(find "$WORK/altered/runs" -name summary.json | sort | head -n 1)
-[[ -n $metrics ]] || fail "docs/results/$study has no run summary.json"
-python3 - "$metrics" <<'PY' || fail "altering $metrics"
+run_summary=$(find "$WORK/altered/runs" -name summary.json | sort | head -n 1)
+[[ -n $run_summary ]] || fail "docs/results/$study has no run summary.json"
+python3 - "$run_summary" <<'PY' || fail "altering $run_summary"
 import json, sys
 p = sys.argv[1]
 s = json.load(open(p))
