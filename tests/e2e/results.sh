@@ -1,5 +1,6 @@
 # The committed studies reproduce: `biaslab report` over each sweep directory committed
-# under docs/results/ (those holding a ledger.json) writes the same tables as the
+# under docs/results/ (those holding a plan.json: a study with seeded runs, or one still
+# tuning, whose ledger is tune/ledger.json) writes the same tables as the
 # committed report/ folder, byte for byte (issue: "biaslab report over the committed
 # directories reproduces the committed tables"). The PNG plots are not compared.
 # In a git checkout the committed state (HEAD) is checked, so that a sweep running into
@@ -7,21 +8,26 @@
 source "$(dirname "$0")/lib.sh" "$@"
 tables=(report.md summary.md results.csv summary.csv paired.csv tuning.csv)
 studies=()
-for ledger in "$SRC"/docs/results/*/ledger.json; do
-  [[ -f $ledger ]] && studies+=("$(basename "$(dirname "$ledger")")")
+in_git=false
+git -C "$SRC" rev-parse --verify -q HEAD >/dev/null 2>&1 && in_git=true
+for plan in "$SRC"/docs/results/*/plan.json; do
+  [[ -f $plan ]] || continue
+  study=$(basename "$(dirname "$plan")")
+  # In a checkout, a study not committed yet (a sweep just started into it) is not checked.
+  $in_git && ! git -C "$SRC" cat-file -e "HEAD:docs/results/$study/plan.json" 2>/dev/null && continue
+  studies+=("$study")
 done
-((${#studies[@]} > 0)) || fail "no sweep directory with a ledger.json under docs/results/"
+((${#studies[@]} > 0)) || fail "no sweep directory (plan.json) under docs/results/"
 mkdir -p "$WORK/tree"
 for study in "${studies[@]}"; do
-  if git -C "$SRC" rev-parse --verify -q HEAD >/dev/null 2>&1 &&
-     [[ -n $(git -C "$SRC" ls-files "docs/results/$study/ledger.json") ]]; then
+  if $in_git; then
     git -C "$SRC" archive HEAD "docs/results/$study" | tar -x -C "$WORK/tree"
   else
     mkdir -p "$WORK/tree/docs/results"
     cp -r "$SRC/docs/results/$study" "$WORK/tree/docs/results/"
   fi
   dir="$WORK/tree/docs/results/$study"
-  [[ -d $dir/report ]] || fail "docs/results/$study has a ledger.json but no report/ (run: biaslab report docs/results/$study)"
+  [[ -d $dir/report ]] || fail "docs/results/$study is a sweep directory but has no report/ (run: biaslab report docs/results/$study)"
   "$BIASLAB" report "$dir" --out "$WORK/$study" >/dev/null || fail "report of docs/results/$study"
   compared=0
   for t in "${tables[@]}"; do
