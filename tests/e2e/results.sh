@@ -44,7 +44,10 @@ done
 # The comparison can fail: one run's final test accuracy changed in a copy gives other tables.
 study=${studies[0]}
 cp -r "$WORK/tree/docs/results/$study" "$WORK/altered"
-run_summary=$(find "$WORK/altered/runs" -name summary.json | sort | head -n 1)
+# (Not `find | sort | head`: under pipefail, head closing the pipe early makes sort die of
+# SIGPIPE once the list outgrows one write, and the assignment fails at random.)
+mapfile -t run_summaries < <(find "$WORK/altered/runs" -name summary.json | sort)
+run_summary=${run_summaries[0]:-}
 [[ -n $run_summary ]] || fail "docs/results/$study has no run summary.json"
 python3 - "$run_summary" <<'PY' || fail "altering $run_summary"
 import json, sys
