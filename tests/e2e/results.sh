@@ -42,13 +42,17 @@ for study in "${studies[@]}"; do
   echo "ok: docs/results/$study: $compared tables reproduce"
 done
 # The comparison can fail: one run's final test accuracy changed in a copy gives other tables.
-study=${studies[0]}
-cp -r "$WORK/tree/docs/results/$study" "$WORK/altered"
+# The copy is of the first study with a seeded run (one still tuning has none yet).
 # (Not `find | sort | head`: under pipefail, head closing the pipe early makes sort die of
 # SIGPIPE once the list outgrows one write, and the assignment fails at random.)
-mapfile -t run_summaries < <(find "$WORK/altered/runs" -name summary.json | sort)
-run_summary=${run_summaries[0]:-}
-[[ -n $run_summary ]] || fail "docs/results/$study has no run summary.json"
+for study in "${studies[@]}"; do
+  [[ -d $WORK/tree/docs/results/$study/runs ]] || continue
+  mapfile -t run_summaries < <(find "$WORK/tree/docs/results/$study/runs" -name summary.json | sort)
+  [[ -n ${run_summaries[0]:-} ]] && break
+done
+[[ -n ${run_summaries[0]:-} ]] || fail "no study under docs/results/ has a run summary.json"
+cp -r "$WORK/tree/docs/results/$study" "$WORK/altered"
+run_summary=$WORK/altered/${run_summaries[0]#"$WORK/tree/docs/results/$study/"}
 python3 - "$run_summary" <<'PY' || fail "altering $run_summary"
 import json, sys
 p = sys.argv[1]
