@@ -227,6 +227,7 @@ class RunPool {
       spdlog::error("failed {}: {} (log: {}) ({})", r.name, e.reason, layout_.log(r.name).string(), progress());
     }
     ledger_.save();
+    if (options_.on_run_end) options_.on_run_end();
   }
 
   std::string progress() const {

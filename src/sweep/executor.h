@@ -5,6 +5,7 @@
 // directory's lock (lock_sweep_dir); execute keeps the ledger, skips finished runs; resumes interrupted ones (also those a dead
 // sweep left "running"); retries failed ones only when asked. SIGINT/SIGTERM stop it
 // gracefully: running runs checkpoint and are recorded as interrupted.
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@ struct ExecOptions {
   bool retry_failed = false;
   std::string exe;            ///< the biaslab executable to run
   std::set<std::string> restart;  ///< runs to start over (train --force)
+  std::function<void()> on_run_end;  ///< called after each run's end is in the ledger
 };
 
 struct ExecSummary {

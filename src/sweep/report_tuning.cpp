@@ -54,7 +54,7 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
                  fmt::format("; eta {}.\n\n", tune.at("eta").get<int>());
   rec.csv = "cell,rung,share,candidate,run,state,metric,chosen\n";
   if (!fs::exists(file)) {
-    rec.markdown += "No tuning run has finished yet (no " + file.string() + ").\n";
+    rec.markdown += "Tuning has not started (no " + file.string() + ").\n";
     return rec;
   }
   json j;

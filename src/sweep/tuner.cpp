@@ -337,6 +337,7 @@ ExecSummary run_tuning(Tuner& tuner, const ExecOptions& options, bool force) {
   fs::create_directories(layout.root / "runs");
   fs::create_directories(layout.root / "logs");
   tuner.refresh(options.retry_failed);
+  tuner.save_record();
   while (true) {
     const Plan pending = tuner.pending_plan();
     if (pending.runs.empty()) break;
@@ -344,6 +345,12 @@ ExecSummary run_tuning(Tuner& tuner, const ExecOptions& options, bool force) {
     ExecOptions opts = options;
     opts.retry_failed = true;  // the pending runs are exactly the ones to run
     opts.restart.clear();
+    // The record follows every finished run, not only every finished rung: `report`
+    // on a study mid-rung shows what is known.
+    opts.on_run_end = [&tuner, &options] {
+      tuner.refresh(options.retry_failed);
+      tuner.save_record();
+    };
     for (size_t i = 0; i < pending.runs.size(); ++i) {
       const std::string& name = pending.runs[i].name;
       if (stored_config_differs(layout.config(name), configs[i], nullptr)) {

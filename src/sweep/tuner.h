@@ -105,7 +105,7 @@ class Tuner {
 
 /// Runs the tuning rungs until every cell is decided or failed (or the sweep is
 /// stopped). `force` restarts tuning runs whose config changed. Returns the tuning
-/// runs' counts; tune.json is written after every rung.
+/// runs' counts; tune.json is written when tuning starts and after every tuning run.
 ExecSummary run_tuning(Tuner& tuner, const ExecOptions& options, bool force);
 
 }  // namespace biaslab::sweep

@@ -35,6 +35,25 @@ expect_status 2 "--emit" "not all decided" -- "$BIASLAB" sweep -c tune.yaml --em
 # Killed (SIGKILL) once a rung-1 run has checkpointed.
 "$BIASLAB" sweep -c tune.yaml --jobs 1 --threads 1 > first.log 2>&1 &
 sweep_pid=$!
+# tune.json follows every finished tuning run, not only finished rungs: the first record
+# with a finished run must still be mid-rung (with --jobs 1, three rung-0 runs to go).
+python3 - "$T/tune.json" > mid_rung.txt <<'PY' &
+import json, sys, time
+for _ in range(2400):
+    try:
+        entries = json.load(open(sys.argv[1]))["cells"][0]["entries"]
+    except (OSError, ValueError, KeyError, IndexError):
+        entries = []
+    done = [e for e in entries if e["state"] == "done"]
+    if done:
+        assert all(isinstance(e["metric"], float) for e in done), done
+        rung0 = [e["state"] for e in entries if e["rung"] == 0]
+        print(("ok " if len(done) < 4 and "pending" in rung0 else "not mid-rung ") + ",".join(rung0))
+        sys.exit(0)
+    time.sleep(0.05)
+print("no finished run in tune.json")
+PY
+watcher=$!
 # (last.pt is briefly absent while a checkpoint rotates, so the first sighting counts.)
 seen=0
 for _ in $(seq 1200); do
@@ -42,6 +61,8 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 [[ $seen == 1 ]] || { cat first.log; fail "no rung-1 run checkpointed"; }
+wait $watcher || true
+[[ $(cat mid_rung.txt) == ok* ]] || fail "tune.json did not follow the runs of rung 0: $(cat mid_rung.txt)"
 kill -9 $sweep_pid
 wait $sweep_pid 2>/dev/null || true
 sleep 1
