@@ -152,30 +152,43 @@ TEST(Report, GroupsOverSeedsWithHandComputedStatistics) {
             kWithOpenCV);
 }
 
+namespace {
+// A prepared sweep directory DIR/sweep for the sweep file `text` (with base.yaml).
+Plan prepare_sweep(const test::TempDir& dir, const Layout& layout, const std::string& text) {
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+  test::write_text(dir / "s.yaml", text);
+  const SweepSpec spec = load_sweep(dir / "s.yaml");
+  Plan plan = make_plan(spec);
+  prepare(layout, spec, plan, resolve_configs(spec, plan), false);
+  return plan;
+}
+
+// The least summary.json the report reads: one final test accuracy.
+void write_min_summary(const Layout& layout, const std::string& run, const std::string& family, double test_acc) {
+  fs::create_directories(layout.run_dir(run));
+  atomic_write(layout.run_dir(run) / "summary.json",
+               nlohmann::json{{"model", {{"family", family}}}, {"data", {{"train_size", 100}}},
+                              {"final", {{"test_acc", test_acc}}}, {"best", {{"epoch", 1}}}}
+                   .dump());
+}
+
+}  // namespace
+
 TEST(Report, WithoutADataAxisReportsEachKeysEffect) {
   test::TempDir dir;
-  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
-  test::write_text(dir / "s.yaml", R"(
+  const Layout layout{dir / "sweep"};
+  const Plan plan = prepare_sweep(dir, layout, R"(
 base: base.yaml
 grid:
   model.norm: [batchnorm, none]
   model.residual: [true, false]
   runtime.seed: [0, 1]
 )");
-  const SweepSpec spec = load_sweep(dir / "s.yaml");
-  const Plan plan = make_plan(spec);
-  const Layout layout{dir / "sweep"};
-  prepare(layout, spec, plan, resolve_configs(spec, plan), false);
   // accuracy = 0.9 - 0.1 (no norm) - 0.2 (no residual) + 0.01 * seed
-  for (const auto& run : plan.runs) {
-    const double a = 0.9 - (run.swept[0].second == "none" ? 0.1 : 0) - (run.swept[1].second == "false" ? 0.2 : 0) +
-                     0.01 * std::stoi(run.swept[2].second);
-    fs::create_directories(layout.run_dir(run.name));
-    atomic_write(layout.run_dir(run.name) / "summary.json",
-                 nlohmann::json{{"model", {{"family", "resnet"}}}, {"data", {{"train_size", 100}}},
-                                {"final", {{"test_acc", a}}}, {"best", {{"epoch", 1}}}}
-                     .dump());
-  }
+  for (const auto& run : plan.runs)
+    write_min_summary(layout, run.name, "resnet",
+                      0.9 - (run.swept[0].second == "none" ? 0.1 : 0) - (run.swept[1].second == "false" ? 0.2 : 0) +
+                          0.01 * std::stoi(run.swept[2].second));
   const auto out = write_report(layout, plan, layout.root / "report");
   EXPECT_NE(out.summary_markdown.find("Best: norm=batchnorm, residual=true (90.50%); worst: norm=none, residual=false (60.50%)"),
             std::string::npos)
@@ -208,6 +221,58 @@ TEST(Report, PairedDifferencesPerSeed) {
   const std::string page = read_file(f.layout.root / "report" / "report.md");
   EXPECT_NE(page.find("## Paired differences"), std::string::npos);
   EXPECT_NE(page.find("| 0.1 | vit_lite_p4 | +4.00 ± 1.00 |"), std::string::npos) << page;
+}
+
+TEST(Report, GapClosedPerSizeFromPairedSeeds) {
+  test::TempDir dir;
+  const Layout layout{dir / "sweep"};
+  const Plan plan = prepare_sweep(dir, layout, R"(
+base: base.yaml
+grid:
+  runtime.seed: [0, 1, 2]
+  data.train_fraction: [0.1, 1.0]
+variants:
+  attention:
+    cnn: {model.preset: resnet20}
+    global: {model.preset: vit_lite_p4}
+    window: {model.preset: vit_lite_p4, model.attn_window: 3}
+report: {x: data.train_fraction, series: attention, gap: {baseline: global, target: cnn}}
+)");
+  // Per seed s at 10%: global 0.70 + 0.01 s, cnn 0.80 + 0.02 s (gap 0.10 + 0.01 s: mean
+  // 0.11), window 0.75 + 0.01 s (closes 0.05). At 100% the window run of seed 2 is missing:
+  // global 0.80, cnn 0.90 + 0.01 s, window 0.88 -> seeds 0, 1: closes 0.08 of 0.105.
+  for (const auto& run : plan.runs) {
+    const int seed = std::stoi(run.swept[0].second);
+    const bool small = run.swept[1].second == "0.1";
+    const std::string attention = run.swept[2].second;
+    if (!small && attention == "window" && seed == 2) continue;
+    const double a = attention == "global" ? (small ? 0.70 + 0.01 * seed : 0.80)
+                     : attention == "cnn"  ? (small ? 0.80 + 0.02 * seed : 0.90 + 0.01 * seed)
+                                           : (small ? 0.75 + 0.01 * seed : 0.88);
+    write_min_summary(layout, run.name, attention == "cnn" ? "resnet" : "vit", a);
+  }
+  write_report(layout, plan, layout.root / "report");
+  const auto rows = read_csv(layout.root / "report" / "gap.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"data.train_fraction", "series", "baseline", "target", "n", "closed_mean",
+                                               "closed_ci95_low", "closed_ci95_high", "gap_mean", "gap_ci95_low",
+                                               "gap_ci95_high", "share"}));
+  EXPECT_EQ(rows[1][0], "0.1");
+  EXPECT_EQ(rows[1][1], "window");
+  EXPECT_EQ(rows[1][4], "3");
+  EXPECT_NEAR(std::stod(rows[1][5]), 0.05, 1e-9);
+  EXPECT_NEAR(std::stod(rows[1][8]), 0.11, 1e-9);
+  EXPECT_NEAR(std::stod(rows[1][11]), 0.05 / 0.11, 1e-5);
+  EXPECT_NEAR(std::stod(rows[1][10]), 0.11 + 4.3027 * 0.01 / std::sqrt(3.0), 1e-5);
+  EXPECT_EQ(rows[2][0], "1.0");
+  EXPECT_EQ(rows[2][4], "2");
+  EXPECT_NEAR(std::stod(rows[2][5]), 0.08, 1e-9);
+  EXPECT_NEAR(std::stod(rows[2][8]), 0.105, 1e-9);
+  EXPECT_NEAR(std::stod(rows[2][11]), 0.08 / 0.105, 1e-5);
+  const std::string page = read_file(layout.root / "report" / "report.md");
+  EXPECT_NE(page.find("## Gap closed"), std::string::npos) << page;
+  EXPECT_NE(page.find("| 0.1 | window | 45% | +5.00 [+5.00, +5.00] |"), std::string::npos) << page;
+  EXPECT_NE(page.find("| 1.0 | window | 76% | +8.00 [+8.00, +8.00] | +10.50 ["), std::string::npos) << page;
 }
 
 TEST(Report, ConvergenceCheckAndRunsWithAnotherConfig) {

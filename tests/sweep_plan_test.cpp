@@ -81,6 +81,28 @@ TEST(SweepPlan, AChangedDefinitionIsRefusedUnlessForced) {
   }
 }
 
+TEST(SweepPlan, ReportSettingsRoundTripAndAChangeToThemAloneIsAdopted) {
+  test::TempDir dir;
+  const Layout layout{dir / "sweep"};
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+  const std::string grid = "base: base.yaml\ngrid:\n  model.norm: [none, batchnorm, layernorm]\n  runtime.seed: [0]\n";
+  test::write_text(dir / "s.yaml", grid);
+  {
+    const SweepSpec spec = load_sweep(dir / "s.yaml");
+    const Plan plan = make_plan(spec);
+    prepare(layout, spec, plan, resolve_configs(spec, plan), false);
+    EXPECT_TRUE(read_plan(layout.root).report.gap_target.empty());
+  }
+  test::write_text(dir / "s.yaml", grid + "report: {series: model.norm, gap: {baseline: none, target: batchnorm}}\n");
+  const SweepSpec spec = load_sweep(dir / "s.yaml");
+  const Plan plan = make_plan(spec);
+  EXPECT_TRUE(prepare(layout, spec, plan, resolve_configs(spec, plan), false).empty());
+  const Plan back = read_plan(layout.root);
+  EXPECT_EQ(back.report.series, "model.norm");
+  EXPECT_EQ(back.report.gap_baseline, "none");
+  EXPECT_EQ(back.report.gap_target, "batchnorm");
+}
+
 TEST(SweepPlan, AnInvalidRunConfigNamesTheSweepAndTheRun) {
   test::TempDir dir;
   test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");

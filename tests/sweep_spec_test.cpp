@@ -149,6 +149,17 @@ TEST(SweepSpec, BadSweepFilesNameTheLineAndTheProblem) {
          {"when: expected a mapping"});
   expect("base: base.yaml\nzip: [{data.train_fraction: [0.1], train.epochs: [5]}]\nreport: {x: train.epochs}\n",
          {"varies with 'data.train_fraction' in a zip group"});
+  expect("base: base.yaml\ngrid: {model.norm: [none, batchnorm]}\nreport: {gap: {baseline: none, target: batchnorm}}\n",
+         {"report.gap needs report.series"});
+  expect("base: base.yaml\ngrid: {model.norm: [none, batchnorm]}\n"
+         "report: {series: model.norm, gap: {baseline: none, target: layernorm}}\n",
+         {"s.yaml:3", "report.gap.target: model.norm is never 'layernorm'", "its values: none, batchnorm"});
+  expect("base: base.yaml\ngrid: {model.norm: [none, batchnorm]}\n"
+         "report: {series: model.norm, gap: {baseline: none, target: none}}\n",
+         {"baseline and target are the same value 'none'"});
+  expect("base: base.yaml\ngrid: {model.norm: [none, batchnorm]}\nreport: {series: model.norm, gap: [none, batchnorm]}\n",
+         {"expected {baseline: VALUE, target: VALUE}"});
+  expect("base: base.yaml\ngrid: {model.norm: [none]}\nreport: {x: [model.norm]}\n", {"report.x: expected a single value"});
   expect("base: base.yaml\nname: [a, b]\ngrid: {model.norm: [none]}\n", {"s.yaml:2"});
   expect("base: base.yaml\nname: ..\ngrid: {model.norm: [none]}\n", {"must use only"});
   expect("base: base.yaml\ngrid: {model.norm: [none\n", {"YAML syntax error"});

@@ -24,11 +24,10 @@ json plan_json(const Plan& plan) {
     if (!r.cell.empty()) run["cell"] = r.cell;
     runs.push_back(run);
   }
-  json out = {{"name", plan.name},
-          {"keys", plan.keys},
-          {"axes", plan.axes},
-          {"report", {{"metric", plan.report.metric}, {"x", plan.report.x}, {"series", plan.report.series}}},
-          {"runs", runs}};
+  json report = {{"metric", plan.report.metric}, {"x", plan.report.x}, {"series", plan.report.series}};
+  if (!plan.report.gap_target.empty())
+    report["gap"] = {{"baseline", plan.report.gap_baseline}, {"target", plan.report.gap_target}};
+  json out = {{"name", plan.name}, {"keys", plan.keys}, {"axes", plan.axes}, {"report", report}, {"runs", runs}};
   if (!plan.tune.empty()) out["tune"] = json::parse(plan.tune);
   return out;
 }
@@ -138,9 +137,8 @@ std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const
       }
     }
     if (why.empty() && old.runs.size() != plan.runs.size()) why = "runs were removed";
-    if (why.empty() && (old.report.metric != plan.report.metric || old.report.x != plan.report.x ||
-                        old.report.series != plan.report.series))
-      why = "the report settings differ";
+    // The report settings touch no run: a change to them alone is adopted (plan.json
+    // is rewritten below), so a finished study can be reported another way.
     if (!why.empty() && !force)
       throw ConfigError(layout.root.string() + " was created from a different sweep definition: " + why +
                         ". Pass --force to adopt the new one (runs whose config changed start over, their old "
@@ -180,6 +178,10 @@ Plan read_plan(const fs::path& sweep_dir) {
     plan.report.metric = j.at("report").at("metric").get<std::string>();
     plan.report.x = j.at("report").at("x").get<std::string>();
     plan.report.series = j.at("report").at("series").get<std::string>();
+    if (j.at("report").contains("gap")) {
+      plan.report.gap_baseline = j.at("report").at("gap").at("baseline").get<std::string>();
+      plan.report.gap_target = j.at("report").at("gap").at("target").get<std::string>();
+    }
     if (j.contains("tune")) plan.tune = j.at("tune").dump();
     for (const auto& r : j.at("runs")) {
       PlannedRun run;

@@ -156,8 +156,11 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
   };
   const detail::TuningRecord tuning = detail::read_tuning(layout, plan);
   write("results.csv", detail::results_csv(plan, results, tuning, rule));
-  const detail::PairedTables paired = detail::paired_differences(plan, g, results);
+  const detail::PairedData pairs = detail::paired_data(plan, g, results);
+  const detail::PairedTables paired = detail::paired_differences(plan, pairs);
   if (!paired.csv.empty()) write("paired.csv", paired.csv);
+  const detail::PairedTables gap = detail::gap_shares(plan, pairs);
+  if (!gap.csv.empty()) write("gap.csv", gap.csv);
   const std::string checks = detail::checks_markdown(results, rule);
   if (tuning.tuned) write("tuning.csv", tuning.csv);
   const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning);
@@ -169,6 +172,7 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
   for (const auto& img : images) out.files.push_back(out_dir / img);
   std::string extra = "## Checks\n\n" + checks + "\n";
   if (!paired.markdown.empty()) extra += "## Paired differences\n\n" + paired.markdown + "\n";
+  if (!gap.markdown.empty()) extra += "## Gap closed\n\n" + gap.markdown + "\n";
   write("report.md", report_page(plan, results.size(), tables.markdown, verdict_md, images, extra + tuning.markdown));
   return out;
 }

@@ -72,6 +72,19 @@ std::string still_improving(const RunResult& r, const ConvergenceRule& rule);
 /// The report's warnings (runs with another config than planned) and convergence check.
 std::string checks_markdown(const std::vector<RunResult>& results, const ConvergenceRule& rule);
 
+/// The metric of every complete run that kept its planned config, by configuration of
+/// the group keys other than the series key (the context) and by replicate (its seed
+/// values): what paired comparisons between series values are made of.
+struct PairedData {
+  std::string series;                                ///< "" when there is no single series key
+  std::vector<std::string> values;                   ///< its values, in plan order
+  std::vector<std::string> context_keys;
+  std::vector<std::vector<std::string>> contexts;    ///< in plan order
+  using ByValue = std::map<std::string, double>;
+  std::map<std::vector<std::string>, std::map<std::vector<std::string>, ByValue>> table;  ///< context -> replicate -> value
+};
+PairedData paired_data(const Plan& plan, const Grouping& g, const std::vector<RunResult>& results);
+
 /// Per-seed paired differences between the values of the series key within each
 /// configuration of the other keys: paired.csv (every pair) and a Markdown table
 /// (every value against the first). Empty when there is no single series key.
@@ -79,7 +92,12 @@ struct PairedTables {
   std::string csv;
   std::string markdown;
 };
-PairedTables paired_differences(const Plan& plan, const Grouping& g, const std::vector<RunResult>& results);
+PairedTables paired_differences(const Plan& plan, const PairedData& data);
+
+/// report.gap: per context, the share of the paired gap target - baseline that each
+/// other series value closes, (value - baseline) / (target - baseline) over the
+/// replicates that have all three: gap.csv and a Markdown table. Empty when not asked for.
+PairedTables gap_shares(const Plan& plan, const PairedData& data);
 
 /// Draws the report's plots into `dir`; their file names, in the order drawn.
 std::vector<std::string> draw_plots(const Plan& plan, const Grouping& g, const std::filesystem::path& dir);

@@ -4,6 +4,7 @@
 // variation that overlapping per-series intervals still contain.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -11,55 +12,58 @@
 
 namespace biaslab::sweep::detail {
 
-PairedTables paired_differences(const Plan& plan, const Grouping& g, const std::vector<RunResult>& results) {
-  PairedTables out;
-  std::string series = plan.report.series;
-  if (series.empty()) {
+PairedData paired_data(const Plan& plan, const Grouping& g, const std::vector<RunResult>& results) {
+  PairedData d;
+  d.series = plan.report.series;
+  if (d.series.empty()) {
     std::vector<std::string> others;
     for (const auto& k : g.keys)
       if (k != g.x) others.push_back(k);
-    if (others.size() == 1) series = others.front();
+    if (others.size() == 1) d.series = others.front();
   }
-  if (series.empty()) return out;
-  // The series values in plan order; the first is the reference of the Markdown table.
-  std::vector<std::string> values;
+  if (d.series.empty()) return d;
   for (const auto& r : results) {
-    const std::string v = value_of(*r.run, series);
-    if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    const std::string v = value_of(*r.run, d.series);
+    if (std::find(d.values.begin(), d.values.end(), v) == d.values.end()) d.values.push_back(v);
   }
-  if (values.size() < 2) return out;
-  // context (the other group keys) -> replicate (seed values) -> series value -> metric
-  std::vector<std::string> context_keys;
   for (const auto& k : g.keys)
-    if (k != series) context_keys.push_back(k);
+    if (k != d.series) d.context_keys.push_back(k);
   std::vector<std::string> replicate_keys;
   for (const auto& k : plan.axes)
     if (is_replicate_key(k)) replicate_keys.push_back(k);
-  std::map<std::vector<std::string>, std::map<std::vector<std::string>, std::map<std::string, double>>> table;
-  std::vector<std::vector<std::string>> contexts;
   for (const auto& r : results) {
     std::vector<std::string> context, replicate;
-    for (const auto& k : context_keys) context.push_back(value_of(*r.run, k));
+    for (const auto& k : d.context_keys) context.push_back(value_of(*r.run, k));
     for (const auto& k : replicate_keys) replicate.push_back(value_of(*r.run, k));
-    if (std::find(contexts.begin(), contexts.end(), context) == contexts.end()) contexts.push_back(context);
-    if (r.complete && r.drift.empty() && std::isfinite(r.metric)) table[context][replicate][value_of(*r.run, series)] = r.metric;
+    if (std::find(d.contexts.begin(), d.contexts.end(), context) == d.contexts.end()) d.contexts.push_back(context);
+    if (r.complete && r.drift.empty() && std::isfinite(r.metric))
+      d.table[context][replicate][value_of(*r.run, d.series)] = r.metric;
   }
-  for (const auto& k : context_keys) out.csv += csv_cell(k) + ",";
+  return d;
+}
+
+PairedTables paired_differences(const Plan& plan, const PairedData& d) {
+  PairedTables out;
+  if (d.series.empty() || d.values.size() < 2) return out;
+  const auto& values = d.values;  // the first is the reference of the Markdown table
+  for (const auto& k : d.context_keys) out.csv += csv_cell(k) + ",";
   out.csv += "series,reference,n_pairs,diff_mean,diff_sd,diff_ci95_low,diff_ci95_high\n";
   out.markdown = "| ";
-  for (const auto& k : context_keys) out.markdown += last_component(k) + " | ";
-  out.markdown += last_component(series) + " | vs " + values.front() +
+  for (const auto& k : d.context_keys) out.markdown += last_component(k) + " | ";
+  out.markdown += last_component(d.series) + " | vs " + values.front() +
                   ": paired difference (points) mean ± sd | 95% CI | pairs |\n|";
-  for (size_t i = 0; i < context_keys.size() + 4; ++i) out.markdown += "---|";
+  for (size_t i = 0; i < d.context_keys.size() + 4; ++i) out.markdown += "---|";
   out.markdown += "\n";
-  for (const auto& context : contexts) {
+  for (const auto& context : d.contexts) {
+    const auto rows = d.table.find(context);
     for (size_t a = 0; a < values.size(); ++a)
       for (size_t b = a + 1; b < values.size(); ++b) {
         std::vector<double> diffs;
-        for (const auto& [replicate, by_value] : table[context]) {
-          const auto ia = by_value.find(values[a]), ib = by_value.find(values[b]);
-          if (ia != by_value.end() && ib != by_value.end()) diffs.push_back(ib->second - ia->second);
-        }
+        if (rows != d.table.end())
+          for (const auto& [replicate, by_value] : rows->second) {
+            const auto ia = by_value.find(values[a]), ib = by_value.find(values[b]);
+            if (ia != by_value.end() && ib != by_value.end()) diffs.push_back(ib->second - ia->second);
+          }
         const Stats s = describe(diffs);
         for (const auto& v : context) out.csv += csv_cell(v) + ",";
         auto num = [](double v) { return fmt::format("{:.6g}", v); };
@@ -76,7 +80,7 @@ PairedTables paired_differences(const Plan& plan, const Grouping& g, const std::
       }
   }
   out.markdown = "Per seed (the same seeds and subset draws), " + metric_name(plan.report.metric) + " of each " +
-                 last_component(series) + " minus " + values.front() + "'s; an interval that excludes 0 is a " +
+                 last_component(d.series) + " minus " + values.front() + "'s; an interval that excludes 0 is a " +
                  "difference the seeds agree on. All pairs: paired.csv.\n\n" + out.markdown;
   return out;
 }

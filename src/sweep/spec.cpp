@@ -269,11 +269,44 @@ void read_overrides(const Reader& r, const YAML::Node& ov, const std::set<std::s
   }
 }
 
+// report.gap: {baseline: V, target: V}, two distinct values of report.series.
+void read_gap(const Reader& r, const YAML::Node& gap, const AxisOf& axis_of, ReportSpec& report) {
+  const std::string expected = "report.gap: expected {baseline: VALUE, target: VALUE}, two values of report.series";
+  if (!gap.IsMap() || gap.size() != 2 || !gap["baseline"] || !gap["target"] || !gap["baseline"].IsScalar() ||
+      !gap["target"].IsScalar())
+    r.fail(gap, expected);
+  if (report.series.empty()) r.fail(gap, "report.gap needs report.series (the key whose values it names)");
+  const Axis& axis = *axis_of.at(report.series);
+  // The axis's own spelling, so that the report matches it exactly.
+  auto on_axis = [&](const YAML::Node& node, const std::string& role) {
+    const std::string v = value_text(node);
+    for (const auto& point : axis.points)
+      if (same_value(point.front(), v)) return point.front();
+    std::string values;
+    for (const auto& point : axis.points) values += (values.empty() ? "" : ", ") + point.front();
+    r.fail(node, "report.gap." + role + ": " + report.series + " is never '" + v + "' in this sweep (its values: " +
+                     values + ")");
+    return std::string();
+  };
+  report.gap_baseline = on_axis(gap["baseline"], "baseline");
+  report.gap_target = on_axis(gap["target"], "target");
+  if (report.gap_baseline == report.gap_target)
+    r.fail(gap, "report.gap: baseline and target are the same value '" + report.gap_target + "'");
+}
+
 void read_report(const Reader& r, const YAML::Node& rep, const std::set<std::string>& swept, const AxisOf& axis_of,
                  SweepSpec& spec) {
-  if (!rep.IsMap()) r.fail(rep, "report: expected {metric: ..., x: KEY, series: KEY}");
+  if (!rep.IsMap()) r.fail(rep, "report: expected {metric: ..., x: KEY, series: KEY, gap: {baseline: V, target: V}}");
+  YAML::Node gap;
+  bool has_gap = false;
   for (const auto& kv : rep) {
     const std::string k = kv.first.as<std::string>();
+    if (k == "gap") {
+      gap = kv.second;
+      has_gap = true;
+      continue;
+    }
+    if (!kv.second.IsScalar()) r.fail(kv.second, "report." + k + ": expected a single value");
     const std::string v = kv.second.as<std::string>();
     if (k == "metric") {
       const bool accuracy = v.size() > 4 && v.compare(v.size() - 4, 4, "_acc") == 0;
@@ -289,11 +322,12 @@ void read_report(const Reader& r, const YAML::Node& rep, const std::set<std::str
       if (is_replicate_key(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is a seed; the report averages over seeds");
       (k == "x" ? spec.report.x : spec.report.series) = v;
     } else {
-      r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series");
+      r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series, gap");
     }
   }
   if (!spec.report.x.empty() && spec.report.x == spec.report.series)
     throw ConfigError(r.file + ": report.x and report.series name the same key");
+  if (has_gap) read_gap(r, gap, axis_of, spec.report);
 }
 
 // A positive integer scalar, or a ConfigError naming the line.

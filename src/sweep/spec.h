@@ -32,6 +32,10 @@ struct ReportSpec {
   std::string metric = "final.test_acc";  ///< final.<m> or best.<m> from summary.json, an accuracy (*_acc)
   std::string x;       ///< swept key on the x axis of the line plot ("" = none)
   std::string series;  ///< swept key naming the lines and bars ("" = every other swept key)
+  /// Two values of `series` (report.gap: {baseline: B, target: T}): the report gives,
+  /// per configuration of the other keys, the share of the paired gap T - B that each
+  /// other series value closes. Both "" when not asked for.
+  std::string gap_baseline, gap_target;
 };
 
 /// A `tune` section: candidate values for some keys, chosen per cell of the grid by

@@ -6,7 +6,7 @@
 # In a git checkout the committed state (HEAD) is checked, so that a sweep running into
 # docs/results/ does not disturb the test; elsewhere the directory as it is.
 source "$(dirname "$0")/lib.sh" "$@"
-tables=(report.md summary.md results.csv summary.csv paired.csv tuning.csv)
+tables=(report.md summary.md results.csv summary.csv paired.csv gap.csv tuning.csv)
 studies=()
 in_git=false
 git -C "$SRC" rev-parse --verify -q HEAD >/dev/null 2>&1 && in_git=true
