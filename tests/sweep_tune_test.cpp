@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "sweep/halving.h"
 #include "sweep/ledger.h"
+#include "sweep/report.h"
 #include "sweep/spec.h"
 #include "sweep/tuner.h"
 #include "test_util.h"
@@ -229,6 +230,21 @@ TEST(SweepTune, SuccessiveHalvingPicksTheBestOfTheLastRung) {
   tuner.save_record();
   EXPECT_NE(read_file(tl.root / "tune.json").find("\"chosen\": \"lr=x0.5,weight_decay=1.0e-3\""), std::string::npos);
   EXPECT_TRUE(tuner.changed_runs().empty());
+  // The report flags choices at an end of an ordered grid: cell 0's lr (the smallest
+  // factor) and weight decay (the largest value); cell 1 chose inside both grids.
+  const Layout sweep_layout{dir / "sweep"};
+  const ReportOutput out = write_report(sweep_layout, plan, sweep_layout.root / "report");
+  EXPECT_NE(out.summary_markdown.find("Tuning: 1 of 2 decided cells chose an end of optim.lr's grid (0 the largest, 1 "
+                                      "the smallest value); 1 of 2 decided cells chose an end of optim.weight_decay's "
+                                      "grid (1 the largest, 0 the smallest value)."),
+            std::string::npos)
+      << out.summary_markdown;
+  const std::string page = read_file(sweep_layout.root / "report" / "report.md");
+  EXPECT_NE(page.find("; at the lower end of optim.lr's grid; at the upper end of optim.weight_decay's grid\n"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("chose `lr=x1,weight_decay=5.0e-4` (optim.lr=0.1, optim.weight_decay=5.0e-4)\n"), std::string::npos)
+      << page;
 }
 
 TEST(SweepTune, EveryCandidateFailingFailsTheCellAndAChangedRunIsNoticed) {

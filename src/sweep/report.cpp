@@ -161,7 +161,7 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
   if (!paired.csv.empty()) write("paired.csv", paired.csv);
   const detail::PairedTables gap = detail::gap_shares(plan, pairs);
   if (!gap.csv.empty()) write("gap.csv", gap.csv);
-  const std::string checks = detail::checks_markdown(results, rule);
+  const std::string checks = detail::checks_markdown(results, rule) + tuning.edge_check;
   if (tuning.tuned) write("tuning.csv", tuning.csv);
   const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning);
   write("summary.csv", tables.csv);

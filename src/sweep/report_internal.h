@@ -51,6 +51,7 @@ struct TuningRecord {
   std::map<std::string, std::string> chosen; ///< cell -> "optim.lr=0.05, ..." (decided cells)
   std::string markdown;                      ///< the report's Tuning section
   std::string csv;                           ///< tuning.csv: one row per tuning run
+  std::string edge_check;                    ///< decided cells whose choice is at the end of an ordered grid ("" if none)
 };
 TuningRecord read_tuning(const Layout& layout, const Plan& plan);
 

@@ -4,11 +4,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/errors.h"
 #include "core/fs.h"
 #include "sweep/report_internal.h"
+#include "sweep/values.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -34,6 +37,38 @@ std::string params_text(const json& tune) {
            (p.contains("times") ? " × [" + list + "] of the run's value" : " in [" + list + "]");
   }
   return out;
+}
+
+// A tune param's grid as numbers when it is one ordered (strictly monotone) numeric
+// list of at least 3 values, where a choice at either end says the optimum may lie
+// beyond it; else empty.
+std::vector<double> ordered_grid(const json& param) {
+  std::vector<double> grid;
+  if (param.contains("times")) {
+    for (const auto& f : param.at("times")) grid.push_back(f.get<double>());
+  } else {
+    for (const auto& v : param.at("values")) {
+      double x = 0.0;
+      if (!parse_number(v.get<std::string>(), &x)) return {};
+      grid.push_back(x);
+    }
+  }
+  if (grid.size() < 3) return {};
+  const bool up = std::is_sorted(grid.begin(), grid.end(), std::less_equal<double>());
+  const bool down = std::is_sorted(grid.begin(), grid.end(), std::greater_equal<double>());
+  return up || down ? grid : std::vector<double>{};
+}
+
+// Per tune param, the value index of candidate `position` (the product of the params,
+// the last varying fastest, as the tuner enumerates them).
+std::vector<size_t> candidate_index(const json& params, size_t position) {
+  std::vector<size_t> index(params.size());
+  for (size_t p = params.size(); p-- > 0;) {
+    const size_t n = params[p].contains("times") ? params[p].at("times").size() : params[p].at("values").size();
+    index[p] = position % n;
+    position /= n;
+  }
+  return index;
 }
 
 }  // namespace
@@ -73,13 +108,28 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
                                 "{} (%), the choice in bold.\n\n",
                                 budget, j.at("cost_runs_per_cell").get<double>(), metric_name(j.at("metric").get<std::string>()));
     const auto& candidates = j.at("candidates");
+    const json& params = tune.at("params");
+    // Per param: decided cells that chose its smallest / largest value of an ordered grid.
+    std::vector<int> at_low(params.size(), 0), at_high(params.size(), 0);
+    int decided = 0;
     for (const auto& cell : j.at("cells")) {
       const std::string name = cell.at("name").get<std::string>();
       const std::string chosen = cell.value("chosen", "");
+      std::string edge;
       if (!chosen.empty()) {
         std::string values;
         for (const auto& [k, v] : cell.at("chosen_values").items()) values += (values.empty() ? "" : ", ") + k + "=" + v.get<std::string>();
         rec.chosen[name] = values;
+        ++decided;
+        const auto it = std::find(candidates.begin(), candidates.end(), json(chosen));
+        const std::vector<size_t> index = candidate_index(params, size_t(it - candidates.begin()));
+        for (size_t p = 0; p < params.size() && it != candidates.end(); ++p) {
+          const std::vector<double> grid = ordered_grid(params[p]);
+          if (grid.empty() || (index[p] != 0 && index[p] + 1 != grid.size())) continue;
+          const bool high = grid[index[p]] == *std::max_element(grid.begin(), grid.end());
+          ++(high ? at_high : at_low)[p];
+          edge += fmt::format("; at the {} end of {}'s grid", high ? "upper" : "lower", params[p].at("key").get<std::string>());
+        }
       }
       // Candidate x rung table of the metric.
       std::map<std::string, std::map<int, std::string>> cells;
@@ -95,7 +145,7 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
                                has ? fmt::format("{:.6g}", e.at("metric").get<double>()) : "", cand == chosen ? "yes" : "");
       }
       rec.markdown += "**" + name + "**: " +
-                      (!chosen.empty() ? "chose `" + chosen + "` (" + rec.chosen[name] + ")"
+                      (!chosen.empty() ? "chose `" + chosen + "` (" + rec.chosen[name] + ")" + edge
                                        : cell.contains("failure") ? cell.at("failure").get<std::string>() : "tuning in progress") +
                       "\n\n| candidate |";
       for (size_t r = 0; r < schedule.size(); ++r)
@@ -114,6 +164,17 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
       }
       rec.markdown += "\n";
     }
+    for (size_t p = 0; p < params.size(); ++p) {
+      if (at_low[p] + at_high[p] == 0) continue;
+      rec.edge_check += fmt::format(
+          "{}{} of {} decided cells chose an end of {}'s grid ({} the largest, {} the smallest value)",
+          rec.edge_check.empty() ? "" : "; ", at_low[p] + at_high[p], decided, params[p].at("key").get<std::string>(),
+          at_high[p], at_low[p]);
+    }
+    if (!rec.edge_check.empty())
+      rec.edge_check = "\nTuning: " + rec.edge_check +
+                       ". A choice at the end of a grid does not show that the optimum is inside it: a value beyond it "
+                       "may be better still.\n";
   } catch (const json::exception& e) {
     throw CheckpointError(file.string() + ": unreadable tuning record: " + e.what());
   }
