@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "config/loader.h"
 #include "core/errors.h"
@@ -247,6 +248,25 @@ TEST(SweepTune, SuccessiveHalvingPicksTheBestOfTheLastRung) {
       << page;
 }
 
+// A run measured in epochs (train.steps "~") is tuned on a share of its epochs.
+TEST(SweepTune, AnEpochBudgetScalesTheEpochs) {
+  test::TempDir dir;
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n"
+                                      "optim: {name: sgd, lr: 0.1}\ntrain: {epochs: 30}\nsched: {warmup_steps: 300}\n");
+  test::write_text(dir / "s.yaml", "base: base.yaml\nset: {data.val_fraction: 0.1}\ngrid: {runtime.seed: [0, 1]}\n"
+                                   "tune: {params: {optim.lr: {times: [0.5, 1, 2]}}, per: []}\n");
+  const SweepSpec spec = load_sweep(dir / "s.yaml");
+  const Plan plan = make_plan(spec);
+  Tuner tuner(spec, plan, Layout{dir / "sweep"});
+  tuner.check();
+  tuner.refresh();
+  const Plan pending = tuner.pending_plan();
+  ASSERT_EQ(pending.runs.size(), 3u);
+  const std::string config = tuner.pending_configs(pending)[0];
+  EXPECT_NE(config.find("epochs: 10\n"), std::string::npos) << config;
+  EXPECT_NE(config.find("warmup_steps: 100\n"), std::string::npos) << config;
+}
+
 TEST(SweepTune, EveryCandidateFailingFailsTheCellAndAChangedRunIsNoticed) {
   test::TempDir dir;
   const SweepSpec spec = load_tuned(dir, kTunedSweep);
@@ -299,4 +319,22 @@ TEST(SweepTune, ShippedStudiesResolve) {
   }
   EXPECT_GE(sweeps, 7);
   EXPECT_GE(tuned, 3);
+}
+
+// configs/sweeps/recipes_transformers.yaml trains every transformer family from
+// configs/recipe_vit_lite_p4.yaml with the family's preset; the shipped per-family
+// recipe files must be exactly that (comments aside), or the sweep's numbers would not be
+// the files' numbers.
+TEST(SweepTune, TransformerRecipeFilesDifferOnlyInThePreset) {
+  const auto body = [](const std::string& preset) {
+    std::istringstream in(read_file(home_dir() / "configs" / ("recipe_" + preset + ".yaml")));
+    std::string out, line;
+    while (std::getline(in, line))
+      if (line.rfind('#', 0) != 0) out += line + "\n";
+    const auto at = out.find("preset: " + preset + ",");
+    EXPECT_NE(at, std::string::npos) << preset;
+    return at == std::string::npos ? out : out.replace(at, 8 + preset.size(), "preset: P");
+  };
+  const std::string vit = body("vit_lite_p4");
+  for (const std::string p : {"convit_lite_p4", "vit_hybrid_lite", "cct_lite"}) EXPECT_EQ(body(p), vit) << p;
 }

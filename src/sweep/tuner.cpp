@@ -100,7 +100,9 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
   }
   budget_keys_ = t.budget;
   if (budget_keys_.empty()) {
-    const bool by_steps = std::stoll(cell_base_.front().at("train.steps")) > 0;
+    // train.steps is "~" (no limit) in a run measured in epochs.
+    double steps = 0.0;
+    const bool by_steps = parse_number(cell_base_.front().at("train.steps"), &steps) && steps > 0;
     budget_keys_ = {by_steps ? "train.steps" : "train.epochs", "sched.warmup_steps"};
   }
   for (const auto& p : t.params)
