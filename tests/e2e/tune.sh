@@ -1,8 +1,8 @@
 # A tuned sweep end to end: successive halving over four learning rates (eta 2: four
 # runs at 1/4 of the budget, two at 1/2), the sweep killed while the second rung runs
 # and rerun (the finished rung is not redone, the interrupted run resumes), the seeded
-# runs using the choice, the report's tuning section, and a tune without a validation
-# split refused.
+# runs using the choice, the report's tuning section, a tune without a validation
+# split refused, and an epoch budget with tune.set's validation split (the recipes).
 source "$(dirname "$0")/lib.sh" "$@"
 cd "$WORK"
 cat > tune.yaml <<'YAML'
@@ -118,3 +118,39 @@ echo "ok: report shows the tuning"
 # Tuning needs a validation split.
 sed 's/ val_fraction: 0.2,//' tune.yaml > noval.yaml
 expect_status 2 "no validation split" "data.val_fraction" -- "$BIASLAB" sweep -c noval.yaml --out other
+
+# The recipes' protocol (configs/sweeps/recipes_*.yaml): a budget in epochs, and a
+# validation split held out by the tuning runs alone (tune.set), so the seeded run
+# trains on every image.
+cat > epochs.yaml <<'YAML'
+name: tiny_epochs
+base:
+  model: {preset: resnet20, widths: [8, 16, 32], layers: [1, 1, 1]}
+  data: {preset: fashion_mnist, train_per_class: 20, test_fraction: 0.02}
+  optim: {name: sgd, lr: 0.05}
+  train: {epochs: 3, batch_size: 32, log_every: 1000, eval_batch_size: 256}
+  sched: {warmup_steps: 6}
+  runtime: {threads: 1}
+grid:
+  runtime.seed: [0]
+tune:
+  params:
+    optim.lr: {times: [0.5, 1, 2]}
+  set: {data.val_fraction: 0.2, train.eval_test: final}
+YAML
+"$BIASLAB" sweep -c epochs.yaml --jobs 2 --threads 1 > epochs.log 2>&1 || { cat epochs.log; fail "the epoch-budget sweep failed"; }
+E=runs/sweeps/tiny_epochs
+for c in $E/tune/configs/*.yaml; do
+  grep -q "epochs: 1\$" "$c" && grep -q "warmup_steps: 2\$" "$c" && grep -q "val_fraction: 0.2\$" "$c" \
+    || fail "$c should train 1 of 3 epochs (2 of 6 warm-up steps) with the validation split"
+done
+[[ $(ls $E/tune/configs/*.yaml | wc -l) == 3 ]] || fail "three tuning runs expected"
+grep -q "epochs: 3\$" $E/configs/seed=0.yaml && grep -q "val_fraction: 0.0\$" $E/configs/seed=0.yaml \
+  || fail "the seeded run should train 3 epochs on every image: $(grep -E 'epochs|val_fraction' $E/configs/seed=0.yaml)"
+python3 - "$E/runs/seed=0/summary.json" <<'PY' || fail "the seeded run's summary"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["data"]["train_size"] == 200, s["data"]
+assert "val_acc" not in s["final"], s["final"]
+PY
+echo "ok: an epoch budget is tuned on a share of the epochs, tune.set's validation split in the tuning runs only"
