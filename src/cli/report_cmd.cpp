@@ -1,10 +1,11 @@
-// biaslab report SWEEP_DIR [--out DIR] [--converged-tail F] [--converged-gain G]
+// biaslab report SWEEP_DIR [--out DIR] [--metric M] [--converged-tail F] [--converged-gain G]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "cli/commands.h"
 #include "sweep/report.h"
+#include "sweep/spec.h"
 
 namespace fs = std::filesystem;
 
@@ -14,12 +15,16 @@ void register_report(CLI::App& app) {
   struct Args {
     std::string dir;
     std::string out;
+    std::string metric;
     sweep::ConvergenceRule rule;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "Tables, plots and a verdict for a sweep directory");
   cmd->add_option("sweep_dir", args->dir, "directory made by `biaslab sweep` (or --emit)")->required();
-  cmd->add_option("--out", args->out, "where to write the report (default: SWEEP_DIR/report)");
+  cmd->add_option("--out", args->out, "where to write the report (default: SWEEP_DIR/report; with --metric, SWEEP_DIR/report-METRIC)");
+  cmd->add_option("--metric", args->metric,
+                  "report this accuracy instead of the sweep's report.metric, e.g. final.ema_test_acc or final.val_acc")
+      ->check(CLI::Validator([](std::string& v) { return sweep::report_metric_problem(v); }, "METRIC"));
   cmd->add_option("--converged-tail", args->rule.tail,
                   "share of a run's last steps the convergence check looks at (default 0.2)")
       ->check(CLI::Range(0.01, 0.99));
@@ -28,8 +33,13 @@ void register_report(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] {
     const sweep::Layout layout{args->dir};
-    const sweep::Plan plan = sweep::read_plan(layout.root);
-    const fs::path out = args->out.empty() ? layout.root / "report" : fs::path(args->out);
+    sweep::Plan plan = sweep::read_plan(layout.root);
+    fs::path out = args->out.empty() ? layout.root / "report" : fs::path(args->out);
+    if (!args->metric.empty()) {
+      // Another metric goes beside the sweep's own report, never over it.
+      if (args->out.empty()) out = layout.root / ("report-" + args->metric);
+      plan.report.metric = args->metric;
+    }
     const auto report = sweep::write_report(layout, plan, out, args->rule);
     std::cout << report.summary_markdown << "\n";
     for (const auto& f : report.files) std::cout << "wrote " << f.string() << "\n";

@@ -77,6 +77,13 @@ std::string last_component(const std::string& key) {
   return dot == std::string::npos ? key : key.substr(dot + 1);
 }
 
+std::string report_metric_problem(const std::string& v) {
+  const bool accuracy = v.size() > 4 && v.compare(v.size() - 4, 4, "_acc") == 0;
+  if ((v.rfind("final.", 0) == 0 || v.rfind("best.", 0) == 0) && accuracy) return "";
+  return "expected final.<accuracy> or best.<accuracy> from summary.json (final.test_acc, best.val_acc, "
+         "final.ema_test_acc, ...), got '" + v + "'";
+}
+
 bool is_replicate_key(const std::string& key) {
   const std::string last = last_component(key);
   return last.size() >= 4 && last.compare(last.size() - 4, 4, "seed") == 0;
@@ -309,10 +316,8 @@ void read_report(const Reader& r, const YAML::Node& rep, const std::set<std::str
     if (!kv.second.IsScalar()) r.fail(kv.second, "report." + k + ": expected a single value");
     const std::string v = kv.second.as<std::string>();
     if (k == "metric") {
-      const bool accuracy = v.size() > 4 && v.compare(v.size() - 4, 4, "_acc") == 0;
-      if ((v.rfind("final.", 0) != 0 && v.rfind("best.", 0) != 0) || !accuracy)
-        r.fail(kv.second, "report.metric: expected final.<accuracy> or best.<accuracy> from summary.json "
-                          "(final.test_acc, best.val_acc, final.ema_test_acc, ...), got '" + v + "'");
+      const std::string problem = report_metric_problem(v);
+      if (!problem.empty()) r.fail(kv.second, "report.metric: " + problem);
       spec.report.metric = v;
     } else if (k == "x" || k == "series") {
       if (!swept.count(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is not a swept key");

@@ -95,6 +95,10 @@ std::vector<std::string> swept_keys(const SweepSpec& spec);
 /// report averages over them.
 bool is_replicate_key(const std::string& key);
 
+/// "" when `metric` can be a report metric (final.<accuracy> or best.<accuracy> from
+/// summary.json), else what was expected.
+std::string report_metric_problem(const std::string& metric);
+
 /// The name of a run's tuning cell: its values of `tune.per` ("all" when per is empty).
 std::string cell_name(const SweepSpec& spec, const PlannedRun& run);
 

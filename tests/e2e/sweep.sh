@@ -135,4 +135,11 @@ done
 grep -q "^\"model=broken,seed=0\",broken,0,failed," $D/report/results.csv || fail "results.csv: failed run row: $(cat $D/report/results.csv)"
 grep -q "| cnn | resnet |" $D/report/summary.md || fail "summary.md: $(cat $D/report/summary.md)"
 expect_status 5 "no plan.json" -- "$BIASLAB" report "$WORK"
+# Another metric is reported beside the sweep's own report, which stays as it was.
+before=$(md5sum $D/report/summary.md)
+"$BIASLAB" report $D --metric final.test_top5_acc > top5.log 2>&1 || { cat top5.log; fail "report --metric failed"; }
+grep -q "final test top5 accuracy (%)" $D/report-final.test_top5_acc/summary.md \
+  || fail "report-final.test_top5_acc/summary.md: $(head -5 $D/report-final.test_top5_acc/summary.md)"
+[[ $(md5sum $D/report/summary.md) == "$before" ]] || fail "report --metric changed the sweep's own report"
+expect_status 2 "--metric" "expected final.<accuracy> or best.<accuracy>" -- "$BIASLAB" report $D --metric final.test_loss
 echo "ok: report"
