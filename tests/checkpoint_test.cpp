@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/fs.h"
 #include "engine/checkpoint.h"
 #include "engine/optimizer.h"
 #include "models/resnet.h"
@@ -122,4 +123,22 @@ TEST(Checkpoint, BitFlipTruncationAndJunkAreDetected) {
   EXPECT_NE(error_of([&] { read_checkpoint_meta((dir / "junk.pt").string()); }).find("bad magic"), std::string::npos);
   EXPECT_NE(error_of([&] { read_checkpoint_meta((dir / "missing.pt").string()); }).find("does not exist"),
             std::string::npos);
+}
+
+// The rotation last.pt -> last.prev.pt: `from` stays where it is at every moment (a reader
+// polling for last.pt never misses it), `to` becomes a complete copy, and an older `to`
+// is replaced without a temporary file left behind.
+TEST(Checkpoint, AtomicCopyLeavesTheSourceInPlaceAndReplacesTheTarget) {
+  TempDir dir;
+  const auto last = dir / "last.pt", prev = dir / "last.prev.pt";
+  atomic_write(last, "step 10");
+  atomic_write(prev, "step 5");
+  atomic_copy(last, prev);
+  EXPECT_EQ(read_file(last), "step 10");
+  EXPECT_EQ(read_file(prev), "step 10");
+  atomic_write(last, "step 15");  // replacing last.pt leaves the copy as it was
+  EXPECT_EQ(read_file(prev), "step 10");
+  EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{"last.prev.pt", "last.pt"}));
+  EXPECT_THROW(atomic_copy(dir / "missing.pt", prev), std::filesystem::filesystem_error);
+  EXPECT_EQ(read_file(prev), "step 10");
 }

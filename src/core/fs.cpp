@@ -46,6 +46,14 @@ void atomic_write_with(const fs::path& path,
   fsync_path(dir, true);
 }
 
+void atomic_copy(const fs::path& from, const fs::path& to) {
+  atomic_write_with(to, [&](const std::string& tmp) {
+    std::error_code ec;
+    fs::create_hard_link(from, tmp, ec);
+    if (ec) fs::copy_file(from, tmp, fs::copy_options::overwrite_existing);
+  });
+}
+
 void atomic_write(const fs::path& path, const std::string& content) {
   atomic_write_with(path, [&](const std::string& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

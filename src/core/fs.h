@@ -15,6 +15,11 @@ void atomic_write(const std::filesystem::path& path, const std::string& content)
 void atomic_write_with(const std::filesystem::path& path,
                        const std::function<void(const std::string& tmp_path)>& write);
 
+/// Makes `to` a copy of `from` without `from` ever disappearing: a hard link (or, where
+/// the file system has none, a copy) under a temporary name in `to`'s folder, renamed
+/// onto `to`. Readers see the old `to` or the complete copy.
+void atomic_copy(const std::filesystem::path& from, const std::filesystem::path& to);
+
 /// Builds a folder all or nothing: `fill(tmp)` writes into the hidden sibling folder
 /// `.NAME.partial.PID`, which gets a manifest of its files (kFolderManifest) and then
 /// replaces `path`. If `fill` throws, the partial folder is removed and the exception

@@ -195,8 +195,9 @@ TrainerCallbacks RunRecorder::callbacks(const TrainState& state) {
   c.save_checkpoint = [this](const std::string& name, const TrainState& s) {
     const fs::path ckpt_dir = dir_ / "checkpoints";
     const fs::path path = ckpt_dir / (name + ".pt");
-    // Keep the previous `last` until the new one is complete: a fallback if it is lost.
-    if (name == "last" && fs::exists(path)) fs::rename(path, ckpt_dir / "last.prev.pt");
+    // Keep the previous `last` as last.prev.pt, a fallback if the new one is lost. It is
+    // linked, not moved: last.pt never disappears, it is replaced atomically.
+    if (name == "last" && fs::exists(path)) atomic_copy(path, ckpt_dir / "last.prev.pt");
     save_checkpoint(path.string(), *learner_.model, learner_.optimizer.get(), learner_.shadow.get(),
                     CheckpointContents{config_yaml_, train_state_to_json(s), "", ""});
     spdlog::debug("checkpoint {} written (step {})", path.string(), s.step);
