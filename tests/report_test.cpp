@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/opencv_support.h"
+#include "core/errors.h"
 #include "core/fs.h"
 #include "sweep/plan.h"
 #include "sweep/report.h"
@@ -221,6 +222,55 @@ TEST(Report, PairedDifferencesPerSeed) {
   const std::string page = read_file(f.layout.root / "report" / "report.md");
   EXPECT_NE(page.find("## Paired differences"), std::string::npos);
   EXPECT_NE(page.find("| 0.1 | vit_lite_p4 | +4.00 ± 1.00 |"), std::string::npos) << page;
+}
+
+// `report --series KEY`: residual on vs off paired per seed within each norm, in a sweep
+// whose own series is the norm; keys that cannot be a series are refused by name.
+TEST(Report, AnotherSeriesPairsItsValuesWithinEachConfiguration) {
+  test::TempDir dir;
+  const Layout layout{dir / "sweep"};
+  const Plan plan = prepare_sweep(dir, layout, R"(
+base: base.yaml
+grid:
+  model.norm: [batchnorm, none]
+  model.residual: [true, false]
+  runtime.seed: [0, 1, 2]
+  data.train_fraction: [1.0]
+report: {series: model.norm}
+)");
+  // accuracy = 0.9 - 0.1 (no norm) - (no residual: 0.02 with batchnorm, 0.3 + 0.01 seed without)
+  for (const auto& run : plan.runs) {
+    const bool bn = run.swept[0].second == "batchnorm", res = run.swept[1].second == "true";
+    const int seed = std::stoi(run.swept[2].second);
+    write_min_summary(layout, run.name, "resnet", 0.9 - (bn ? 0 : 0.1) - (res ? 0 : bn ? 0.02 : 0.3 + 0.01 * seed));
+  }
+  const Plan by_residual = with_series(plan, "model.residual");
+  EXPECT_EQ(by_residual.report.series, "model.residual");
+  write_report(layout, by_residual, layout.root / "report-by-model.residual");
+  const auto rows = read_csv(layout.root / "report-by-model.residual" / "paired.csv");
+  ASSERT_EQ(rows.size(), 3u) << read_file(layout.root / "report-by-model.residual" / "paired.csv");
+  EXPECT_EQ(rows[0][0], "model.norm");
+  EXPECT_EQ(rows[1][0], "batchnorm");
+  EXPECT_EQ(rows[1][2], "false");  // series value
+  EXPECT_EQ(rows[1][3], "true");   // reference
+  EXPECT_NEAR(std::stod(rows[1][5]), -0.02, 1e-9);
+  EXPECT_EQ(rows[2][0], "none");
+  EXPECT_NEAR(std::stod(rows[2][5]), -0.31, 1e-9);
+  EXPECT_NEAR(std::stod(rows[2][6]), 0.01, 1e-9);
+  const auto refused = [&](const std::string& key, const std::string& why) {
+    try {
+      with_series(plan, key);
+      ADD_FAILURE() << key << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("this sweep's axes: model.norm, model.residual, data.train_fraction"),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  refused("model.depth", "--series model.depth: not a swept key");
+  refused("runtime.seed", "is a seed");
+  refused("data.train_fraction", "is the report's x axis");
 }
 
 TEST(Report, GapClosedPerSizeFromPairedSeeds) {

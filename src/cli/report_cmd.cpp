@@ -1,4 +1,4 @@
-// biaslab report SWEEP_DIR [--out DIR] [--metric M] [--converged-tail F] [--converged-gain G]
+// biaslab report SWEEP_DIR [--out DIR] [--metric M] [--series KEY] [--converged-tail F] [--converged-gain G]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -16,15 +16,20 @@ void register_report(CLI::App& app) {
     std::string dir;
     std::string out;
     std::string metric;
+    std::string series;
     sweep::ConvergenceRule rule;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "Tables, plots and a verdict for a sweep directory");
   cmd->add_option("sweep_dir", args->dir, "directory made by `biaslab sweep` (or --emit)")->required();
-  cmd->add_option("--out", args->out, "where to write the report (default: SWEEP_DIR/report; with --metric, SWEEP_DIR/report-METRIC)");
+  cmd->add_option("--out", args->out, "where to write the report (default: SWEEP_DIR/report; with --metric or --series, "
+                  "SWEEP_DIR/report-METRIC, SWEEP_DIR/report-by-KEY or SWEEP_DIR/report-METRIC-by-KEY)");
   cmd->add_option("--metric", args->metric,
                   "report this accuracy instead of the sweep's report.metric, e.g. final.ema_test_acc or final.val_acc")
       ->check(CLI::Validator([](std::string& v) { return sweep::report_metric_problem(v); }, "METRIC"));
+  cmd->add_option("--series", args->series,
+                  "compare the values of this swept key instead of the sweep's report.series, e.g. model.residual: "
+                  "paired differences within each configuration of the other keys");
   cmd->add_option("--converged-tail", args->rule.tail,
                   "share of a run's last steps the convergence check looks at (default 0.2)")
       ->check(CLI::Range(0.01, 0.99));
@@ -35,10 +40,14 @@ void register_report(CLI::App& app) {
     const sweep::Layout layout{args->dir};
     sweep::Plan plan = sweep::read_plan(layout.root);
     fs::path out = args->out.empty() ? layout.root / "report" : fs::path(args->out);
-    if (!args->metric.empty()) {
-      // Another metric goes beside the sweep's own report, never over it.
-      if (args->out.empty()) out = layout.root / ("report-" + args->metric);
-      plan.report.metric = args->metric;
+    // Another metric or series goes beside the sweep's own report, never over it.
+    if (!args->metric.empty()) plan.report.metric = args->metric;
+    if (!args->series.empty()) plan = sweep::with_series(std::move(plan), args->series);
+    if (args->out.empty() && !(args->metric.empty() && args->series.empty())) {
+      std::string name = "report";
+      if (!args->metric.empty()) name += "-" + args->metric;
+      if (!args->series.empty()) name += "-by-" + args->series;
+      out = layout.root / name;
     }
     const auto report = sweep::write_report(layout, plan, out, args->rule);
     std::cout << report.summary_markdown << "\n";

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/errors.h"
 #include "core/fs.h"
 #include "core/input_file.h"
 #include "core/output_folder.h"
@@ -111,14 +112,44 @@ std::string report_page(const Plan& plan, size_t runs, const std::string& table,
 
 }  // namespace
 
+namespace {
+
+// The key on the x axis of the line plot: report.x, else the (last) data-size axis.
+std::string x_key(const Plan& plan) {
+  std::string x = plan.report.x;
+  if (x.empty())
+    for (const auto& k : plan.axes)
+      if (!is_replicate_key(k) && detail::is_size_key(k)) x = k;
+  return x;
+}
+
+}  // namespace
+
+Plan with_series(Plan plan, const std::string& series) {
+  std::string axes;
+  for (const auto& k : plan.axes)
+    if (!is_replicate_key(k)) axes += (axes.empty() ? "" : ", ") + k;
+  const auto fail = [&](const std::string& why) {
+    throw ConfigError("--series " + series + ": " + why + " (this sweep's axes: " + axes + ")");
+  };
+  if (std::find(plan.axes.begin(), plan.axes.end(), series) == plan.axes.end()) {
+    if (std::find(plan.keys.begin(), plan.keys.end(), series) != plan.keys.end())
+      fail("varies with another key in a zip group; name the group's first key");
+    fail("not a swept key of sweep '" + plan.name + "'");
+  }
+  if (is_replicate_key(series)) fail("is a seed; the report averages over seeds");
+  if (series == x_key(plan)) fail("is the report's x axis");
+  plan.report.series = series;
+  plan.report.gap_baseline.clear();
+  plan.report.gap_target.clear();
+  return plan;
+}
+
 Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) {
   Grouping g;
   for (const auto& k : plan.axes)
     if (!is_replicate_key(k)) g.keys.push_back(k);
-  g.x = plan.report.x;
-  if (g.x.empty())
-    for (const auto& k : g.keys)
-      if (detail::is_size_key(k)) g.x = k;
+  g.x = x_key(plan);
   std::map<std::vector<std::string>, size_t> index;
   for (const auto& r : results) {
     std::vector<std::string> values;

@@ -55,6 +55,13 @@ struct ConvergenceRule {
   double min_gain = 0.005;
 };
 
+/// `plan` with `series` as the key that names the lines, bars and paired comparisons
+/// (`biaslab report --series KEY`), e.g. model.residual to pair residual on and off
+/// within each (model, norm). `series` must be an axis of the sweep (the first key of a
+/// zip group), not a seed key and not the report's x axis; ConfigError listing the
+/// axes otherwise. The sweep's report.gap names values of its own series and is dropped.
+Plan with_series(Plan plan, const std::string& series);
+
 /// Writes every report file into `out_dir` (created).
 ReportOutput write_report(const Layout& layout, const Plan& plan, const std::filesystem::path& out_dir,
                           const ConvergenceRule& rule = {});

@@ -1,7 +1,7 @@
 # The committed studies reproduce: `biaslab report` over each sweep directory committed
 # under docs/results/ (those holding a plan.json: a study with seeded runs, or one still
 # tuning, whose ledger is tune/ledger.json) writes the same tables as the
-# committed report/ folder, byte for byte (issue: "biaslab report over the committed
+# committed report/ folder (and report-* folders of `report --metric/--series`), byte for byte (issue: "biaslab report over the committed
 # directories reproduces the committed tables"). The PNG plots are not compared.
 # In a git checkout the committed state (HEAD) is checked, so that a sweep running into
 # docs/results/ does not disturb the test; elsewhere the directory as it is.
@@ -28,17 +28,32 @@ for study in "${studies[@]}"; do
   fi
   dir="$WORK/tree/docs/results/$study"
   [[ -d $dir/report ]] || fail "docs/results/$study is a sweep directory but has no report/ (run: biaslab report docs/results/$study)"
-  "$BIASLAB" report "$dir" --out "$WORK/$study" >/dev/null || fail "report of docs/results/$study"
+  # The sweep's own report/, and each committed report-METRIC, report-by-KEY or
+  # report-METRIC-by-KEY folder (`report --metric M`, `--series KEY`) with its options.
   compared=0
-  for t in "${tables[@]}"; do
-    [[ -f $dir/report/$t || -f $WORK/$study/$t ]] || continue
-    [[ -f $dir/report/$t ]] || fail "docs/results/$study/report lacks $t, which report writes"
-    [[ -f $WORK/$study/$t ]] || fail "report no longer writes $t for docs/results/$study"
-    cmp -s "$dir/report/$t" "$WORK/$study/$t" ||
-      fail "docs/results/$study/report/$t differs from what report writes now: $(diff "$dir/report/$t" "$WORK/$study/$t" | head -n 8)"
-    compared=$((compared + 1))
+  for committed in "$dir"/report "$dir"/report-*; do
+    [[ -d $committed ]] || continue
+    name=$(basename "$committed") opts=()
+    case $name in
+      report) ;;
+      report-by-*) opts=(--series "${name#report-by-}") ;;
+      report-*-by-*) rest=${name#report-}; opts=(--metric "${rest%%-by-*}" --series "${rest#*-by-}") ;;
+      *) opts=(--metric "${name#report-}") ;;
+    esac
+    fresh=$WORK/$study/$name
+    "$BIASLAB" report "$dir" "${opts[@]}" --out "$fresh" >/dev/null || fail "report ${opts[*]} of docs/results/$study"
+    n=0
+    for t in "${tables[@]}"; do
+      [[ -f $committed/$t || -f $fresh/$t ]] || continue
+      [[ -f $committed/$t ]] || fail "docs/results/$study/$name lacks $t, which report ${opts[*]} writes"
+      [[ -f $fresh/$t ]] || fail "report ${opts[*]} no longer writes $t for docs/results/$study"
+      cmp -s "$committed/$t" "$fresh/$t" ||
+        fail "docs/results/$study/$name/$t differs from what report ${opts[*]} writes now: $(diff "$committed/$t" "$fresh/$t" | head -n 8)"
+      n=$((n + 1))
+    done
+    ((n >= 4)) || fail "docs/results/$study/$name: only $n table(s) compared"
+    compared=$((compared + n))
   done
-  ((compared >= 4)) || fail "docs/results/$study: only $compared table(s) compared"
   echo "ok: docs/results/$study: $compared tables reproduce"
 done
 # The comparison can fail: one run's final test accuracy changed in a copy gives other tables.

@@ -142,4 +142,10 @@ grep -q "final test top5 accuracy (%)" $D/report-final.test_top5_acc/summary.md 
   || fail "report-final.test_top5_acc/summary.md: $(head -5 $D/report-final.test_top5_acc/summary.md)"
 [[ $(md5sum $D/report/summary.md) == "$before" ]] || fail "report --metric changed the sweep's own report"
 expect_status 2 "--metric" "expected final.<accuracy> or best.<accuracy>" -- "$BIASLAB" report $D --metric final.test_loss
+# Another series: the seed key is refused by name; a swept key reports beside the sweep's own.
+expect_status 2 "--series runtime.seed: is a seed" -- "$BIASLAB" report $D --series runtime.seed
+expect_status 2 "--series model.depth: not a swept key" -- "$BIASLAB" report $D --series model.depth
+"$BIASLAB" report $D --series model --metric final.test_top5_acc > by.log 2>&1 || { cat by.log; fail "report --series failed"; }
+[[ -s $D/report-final.test_top5_acc-by-model/summary.csv ]] || fail "report --series --metric: $(cat by.log)"
+[[ $(md5sum $D/report/summary.md) == "$before" ]] || fail "report --series changed the sweep's own report"
 echo "ok: report"
