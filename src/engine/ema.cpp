@@ -23,7 +23,14 @@ void Ema::reset_to_model() {
 void Ema::update() {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < model_params_.size(); ++i) shadow_params_[i].lerp_(model_params_[i], 1.0 - decay_);
-  for (size_t i = 0; i < model_buffers_.size(); ++i) shadow_buffers_[i].copy_(model_buffers_[i]);
+  // Statistics copied from the live model would normalise the averaged weights with
+  // another network's activations: early in training that leaves the shadow at chance.
+  for (size_t i = 0; i < model_buffers_.size(); ++i) {
+    if (shadow_buffers_[i].is_floating_point())
+      shadow_buffers_[i].lerp_(model_buffers_[i], 1.0 - decay_);
+    else
+      shadow_buffers_[i].copy_(model_buffers_[i]);
+  }
 }
 
 }  // namespace biaslab

@@ -1,7 +1,10 @@
 #pragma once
 // Exponential moving average of a model's weights (Polyak averaging, as timm's
-// ModelEmaV2): after every applied update, shadow = decay * shadow + (1 - decay) * model
-// for parameters; buffers (BatchNorm statistics) are copied.
+// ModelEmaV2 and torchvision's ExponentialMovingAverage with use_buffers): after every
+// applied update, shadow = decay * shadow + (1 - decay) * model for parameters and for
+// floating-point buffers (BatchNorm statistics), so that the shadow's normalisation
+// statistics are averaged like the weights they normalise; integer buffers (BatchNorm's
+// batch counter) are copied.
 #include <torch/nn/module.h>
 
 namespace biaslab {
