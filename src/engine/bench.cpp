@@ -199,6 +199,22 @@ DensePeak dense_peak(const std::string& precision, c10::Device device, const Ben
         s.repeats);
     consider(r, fmt::format("1x1 conv (channels-last) {}x{}x{}x{} -> {}", batch, c, side, side, c));
   }
+  // 3x3 convolutions as the CNNs here run them (oneDNN's direct kernels can beat both of
+  // the above on the CPU; without them a ResNet's utilisation read above 100%).
+  for (const int64_t c : {64, 128, 256}) {
+    const int64_t n = 32;
+    const auto cl = at::MemoryFormat::ChannelsLast;
+    auto x = torch::randn({n, c, side, side}).to(device, dtype).contiguous(cl);
+    auto w = torch::randn({c, c, 3, 3}).to(device, dtype).contiguous(cl);
+    const Rate r = calibrated_rate(
+        [&](int64_t count) {
+          for (int64_t i = 0; i < count; ++i) torch::conv2d(x, w, {}, 1, 1);
+          synchronize(device);
+          return 2.0 * double(n * side * side) * double(c) * double(c) * 9.0 * double(count);
+        },
+        s.repeats);
+    consider(r, fmt::format("3x3 conv (channels-last) {}x{}x{}x{} -> {}", n, c, side, side, c));
+  }
   return best;
 }
 

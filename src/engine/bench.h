@@ -56,8 +56,9 @@ struct DensePeak {
 };
 /// The fastest dense kernel LibTorch runs at `precision` (fp32, bf16, fp16) on `device`
 /// with the current thread count: square matrix products (n 512, 1024, 2048; also 4096,
-/// 8192 on CUDA) and 1x1 channels-last convolutions (oneDNN on the CPU, which beats the
-/// BLAS matrix product in fp32 on AVX-512 machines), each repetition long enough (>= 0.1 s)
+/// 8192 on CUDA), 1x1 channels-last convolutions (oneDNN on the CPU, which beats the
+/// BLAS matrix product in fp32 on AVX-512 machines) and 3x3 channels-last convolutions
+/// (padding 1, as in a ResNet), each repetition long enough (>= 0.1 s)
 /// for launch and sync costs not to count. The MFU reference: a model cannot beat it.
 DensePeak dense_peak(const std::string& precision, c10::Device device, const BenchSettings& s);
 

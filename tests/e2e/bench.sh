@@ -20,7 +20,7 @@ native = "avx512_bf16" in flags or "amx_bf16" in flags
 assert b["batch_size"] == 8 and b["eval_batch_size"] == 16 and b["threads"] == 2
 assert b["precision"] == ("bf16" if native else "fp32"), (b["precision"], native)
 assert b["settings"] == {"warmup": 1, "steps": 2, "repeats": 2}
-assert b["peak"]["flops_per_s"] > 0 and b["peak"]["kernel"].startswith(("mm ", "1x1 conv")), b["peak"]
+assert b["peak"]["flops_per_s"] > 0 and b["peak"]["kernel"].startswith(("mm ", "1x1 conv", "3x3 conv")), b["peak"]
 assert b["memory_format"] == "contiguous"  # auto: the ViT stays contiguous
 assert b["cpu"]["model"] and isinstance(b["cpu"]["isa"], list), b["cpu"]
 # Built with the RPATH to OpenBLAS's OpenMP build: that is the one LibTorch loaded.
@@ -55,7 +55,7 @@ out=$("$BIASLAB" bench -c "$SRC/configs/fmnist_resnet20.yaml" --set model.layers
       "${tiny[@]:4}" --only train)
 echo "$out"
 grep -qE "^  train +batch 8 +[0-9]+ images/s .* GFLOP/s +MFU [0-9.]+%$" <<<"$out" || fail "train line"
-grep -qE "^  peak \(fp32, fastest dense kernel: (mm|1x1 conv)" <<<"$out" || fail "peak line"
+grep -qE "^  peak \(fp32, fastest dense kernel: (mm|1x1 conv|3x3 conv)" <<<"$out" || fail "peak line"
 grep -qE "^  input 1x28x28, precision fp32, 2 thread\(s\), device cpu, channels-last, " <<<"$out" \
   || fail "auto memory format of a ResNet"
 grep -q "infer\|loader" <<<"$out" && fail "--only train measured more"
