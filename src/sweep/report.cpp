@@ -110,10 +110,6 @@ std::string report_page(const Plan& plan, size_t runs, const std::string& table,
   return page;
 }
 
-}  // namespace
-
-namespace {
-
 // The key on the x axis of the line plot: report.x, else the (last) data-size axis.
 std::string x_key(const Plan& plan) {
   std::string x = plan.report.x;
