@@ -66,6 +66,11 @@ TEST(SweepPlan, AChangedDefinitionIsRefusedUnlessForced) {
     const SweepSpec spec = load_sweep(dir / "s.yaml");
     const Plan plan = make_plan(spec);
     const auto configs = resolve_configs(spec, plan);
+    // What `sweep --dry-run` shows: both runs changed, the first difference named, nothing moved.
+    const PlanChanges changes = plan_changes(layout, plan, configs);
+    EXPECT_EQ(changes.changed.size(), 2u);
+    EXPECT_NE(changes.why.find("hflip"), std::string::npos) << changes.why;
+    EXPECT_TRUE(fs::exists(layout.run_dir(plan.runs[0].name) / "summary.json"));
     try {
       prepare(layout, spec, plan, configs, false);
       FAIL() << "a changed definition was accepted";

@@ -20,11 +20,23 @@ namespace fs = std::filesystem;
 namespace biaslab::cli {
 namespace {
 
-// --dry-run: the runs, their ledger states and, for a tuned sweep, the schedule and cells.
-void print_dry_run(std::ostream& out, const sweep::Layout& layout, const sweep::Plan& plan, const sweep::Tuner* tuner) {
+// Why the directory would be refused without --force ("" = it would not): a tuning run
+// or a seeded run whose config changed, new or removed runs, other swept keys.
+std::string refusal(const sweep::Tuner* tuner, const sweep::PlanChanges& changes) {
+  if (tuner && !tuner->changed_runs().empty())
+    return "tuning run '" + tuner->changed_runs().front() + "' has a different config";
+  return changes.why;
+}
+
+// --dry-run: the runs, their ledger states and, for a tuned sweep, the schedule and cells;
+// a directory made from another definition says so, and its changed runs show `changed`.
+void print_dry_run(std::ostream& out, const sweep::Layout& layout, const sweep::Plan& plan, const sweep::Tuner* tuner,
+                   const sweep::PlanChanges& changes) {
   using namespace sweep;
   const Ledger ledger(layout.ledger());
   out << fmt::format("sweep {}: {} runs in {}\n", plan.name, plan.runs.size(), layout.root.string());
+  if (const std::string why = refusal(tuner, changes); !why.empty())
+    out << "refused without --force: " << different_definition(layout, why) << "\n";
   if (tuner) {
     std::string rungs;
     for (const auto& r : tuner->schedule())
@@ -40,6 +52,7 @@ void print_dry_run(std::ostream& out, const sweep::Layout& layout, const sweep::
     const auto it = ledger.entries().find(plan.runs[i].name);
     std::string state = it == ledger.entries().end() ? "new" : it->second.state;
     if (tuner && state == "new" && !tuner->cell_of(i).decided()) state = "tuning";
+    if (changes.changed.count(plan.runs[i].name)) state = "changed";
     out << fmt::format("{:>4}  {:<11}  {}\n", i, state, plan.runs[i].name);
   }
 }
@@ -95,7 +108,7 @@ void register_sweep(CLI::App& app) {
     std::vector<std::string> configs = final_configs();
 
     if (args->dry_run) {
-      print_dry_run(std::cout, layout, plan, tuner.get());
+      print_dry_run(std::cout, layout, plan, tuner.get(), plan_changes(layout, plan, configs));
       return;
     }
     if (!args->emit.empty() && tuner &&
@@ -104,13 +117,8 @@ void register_sweep(CLI::App& app) {
                         "depend on each other's results, so run them with `biaslab sweep -c " + args->file +
                         "` (it can be stopped and resumed), then --emit the seeded runs");
     const auto lock = lock_sweep_dir(layout);
-    if (tuner) {
-      const auto changed = tuner->changed_runs();
-      if (!changed.empty() && !args->force)
-        throw ConfigError(layout.root.string() + " was created from a different sweep definition: tuning run '" +
-                          changed.front() + "' has a different config. Pass --force to adopt the new one (changed "
-                          "tuning runs start over), or --out to use another directory");
-    }
+    if (tuner && !tuner->changed_runs().empty() && !args->force)
+      throw ConfigError(different_definition(layout, refusal(tuner.get(), {})));
     auto restart = prepare(layout, spec, plan, configs, args->force);
     if (args->emit == "commands") {
       std::cout << command_list(exe, layout, plan);

@@ -110,40 +110,48 @@ void set_aside(const Layout& layout, const std::string& name) {
   fs::rename(layout.run_dir(name), aside);
 }
 
+PlanChanges plan_changes(const Layout& layout, const Plan& plan, const std::vector<std::string>& configs) {
+  PlanChanges out;
+  if (!fs::exists(layout.plan())) return out;
+  const Plan old = read_plan(layout.root);
+  std::string& why = out.why;
+  if (old.keys != plan.keys) why = "the swept keys differ";
+  if (why.empty() && old.tune != plan.tune) why = "the tune settings differ";
+  std::set<std::string> old_names;
+  for (const auto& r : old.runs) old_names.insert(r.name);
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    const std::string& name = plan.runs[i].name;
+    if (!old_names.count(name)) {
+      if (why.empty()) why = "run '" + name + "' is new";
+      continue;
+    }
+    if (configs[i].empty()) continue;  // a tuned run whose cell is not decided yet
+    const fs::path stored = layout.config(name);
+    std::string difference;
+    const bool lost = !fs::exists(stored) && fs::exists(layout.run_dir(name));
+    if (lost || stored_config_differs(stored, configs[i], &difference)) {
+      out.changed.insert(name);
+      if (why.empty())
+        why = "run '" + name + "' has a different config (" + (lost ? "its stored config is missing" : difference) + ")";
+    }
+  }
+  if (why.empty() && old.runs.size() != plan.runs.size()) why = "runs were removed";
+  return out;
+}
+
+std::string different_definition(const Layout& layout, const std::string& why) {
+  return layout.root.string() + " was created from a different sweep definition: " + why +
+         ". Pass --force to adopt the new one (runs whose config changed start over, their old directories moved "
+         "to discarded/; the others keep their results), or --out to use another directory";
+}
+
 std::set<std::string> prepare(const Layout& layout, const SweepSpec& spec, const Plan& plan,
                               const std::vector<std::string>& configs, bool force) {
-  std::set<std::string> changed;
-  if (fs::exists(layout.plan())) {
-    const Plan old = read_plan(layout.root);
-    std::string why;
-    if (old.keys != plan.keys) why = "the swept keys differ";
-    if (why.empty() && old.tune != plan.tune) why = "the tune settings differ";
-    std::set<std::string> old_names;
-    for (const auto& r : old.runs) old_names.insert(r.name);
-    for (size_t i = 0; i < plan.runs.size(); ++i) {
-      const std::string& name = plan.runs[i].name;
-      if (!old_names.count(name)) {
-        if (why.empty()) why = "run '" + name + "' is new";
-        continue;
-      }
-      if (configs[i].empty()) continue;  // a tuned run whose cell is not decided yet
-      const fs::path stored = layout.config(name);
-      std::string difference;
-      const bool lost = !fs::exists(stored) && fs::exists(layout.run_dir(name));
-      if (lost || stored_config_differs(stored, configs[i], &difference)) {
-        changed.insert(name);
-        if (why.empty())
-          why = "run '" + name + "' has a different config (" + (lost ? "its stored config is missing" : difference) + ")";
-      }
-    }
-    if (why.empty() && old.runs.size() != plan.runs.size()) why = "runs were removed";
-    // The report settings touch no run: a change to them alone is adopted (plan.json
-    // is rewritten below), so a finished study can be reported another way.
-    if (!why.empty() && !force)
-      throw ConfigError(layout.root.string() + " was created from a different sweep definition: " + why +
-                        ". Pass --force to adopt the new one (runs whose config changed start over, their old "
-                        "directories moved to discarded/; the others keep their results), or --out to use another directory");
-  }
+  const PlanChanges changes = plan_changes(layout, plan, configs);
+  // The report settings touch no run: a change to them alone is adopted (plan.json
+  // is rewritten below), so a finished study can be reported another way.
+  if (!changes.why.empty() && !force) throw ConfigError(different_definition(layout, changes.why));
+  const std::set<std::string>& changed = changes.changed;
   // The marker first: an interrupted first prepare leaves a folder that is still ours.
   if (!fs::exists(layout.marker())) atomic_write(layout.marker(), "a biaslab sweep directory (see plan.json)\n");
   remove_stale_temporaries(layout.root);

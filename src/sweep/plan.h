@@ -65,6 +65,17 @@ bool stored_config_differs(const std::filesystem::path& stored, const std::strin
 /// Moves a run's directory to ROOT/discarded/ (never deleted; a numbered name when taken).
 void set_aside(const Layout& layout, const std::string& run);
 
+/// How a sweep directory's stored plan differs from `plan` with these resolved configs
+/// (an empty config, a tuned run whose cell is not decided yet, is not compared). Reads only.
+struct PlanChanges {
+  std::string why;                  ///< the first difference ("" = the same runs and configs)
+  std::set<std::string> changed;    ///< runs whose stored config differs (or is missing)
+};
+PlanChanges plan_changes(const Layout& layout, const Plan& plan, const std::vector<std::string>& configs);
+
+/// The refusal for a directory made from another sweep definition (`why`), naming --force.
+std::string different_definition(const Layout& layout, const std::string& why);
+
 /// Writes plan.json, sweep.yaml and configs/ into `layout.root` (an empty config, a
 /// tuned run whose cell is not decided yet, is neither compared nor written). When the directory
 /// already holds a different plan it is refused (ConfigError) unless `force`; with

@@ -56,6 +56,36 @@ for study in "${studies[@]}"; do
   done
   echo "ok: docs/results/$study: $compared tables reproduce"
 done
+# The shipped sweep files still plan the committed runs as done: rerunning a study's
+# documented command skips what is committed (a changed key in a sweep file or in a
+# config it builds on would silently retrain, or count stale runs, otherwise).
+# done_runs SWEEP_FILE DIR: the runs a dry run of SWEEP_FILE into DIR lists as done.
+# A directory the sweep file would be refused on (it says so) counts as none done.
+done_runs() {
+  local out
+  out=$("$BIASLAB" sweep -c "$1" --out "$2" --dry-run 2>&1) || fail "sweep --dry-run -c $1 --out $2: $out"
+  grep -q '^refused without --force' <<<"$out" && { echo "(refused) $(grep '^refused' <<<"$out")" >&2; return; }
+  awk '$2 == "done" { print $3 }' <<<"$out"
+}
+# committed_runs DIR: the seeded runs committed there with a summary.json.
+committed_runs() { find "$1/runs" -mindepth 2 -maxdepth 2 -name summary.json 2>/dev/null | xargs -r -n1 dirname | xargs -r -n1 basename | sort; }
+checked_sweep=""
+for study in "${studies[@]}"; do
+  sweep_file=$SRC/configs/sweeps/$study.yaml
+  [[ -f $sweep_file ]] || continue
+  dir=$WORK/tree/docs/results/$study
+  missing=$(comm -23 <(committed_runs "$dir") <(done_runs "$sweep_file" "$dir" | sort))
+  [[ -z $missing ]] || fail "configs/sweeps/$study.yaml no longer plans these committed runs of docs/results/$study as done (did the sweep file or a config it builds on change?): $missing"
+  echo "ok: configs/sweeps/$study.yaml plans the $(committed_runs "$dir" | wc -l) committed runs of docs/results/$study as done"
+  [[ -n $checked_sweep || -z $(committed_runs "$dir") ]] || checked_sweep=$study
+done
+# That check can fail: the same sweep file with one more key set plans its runs anew.
+[[ -n $checked_sweep ]] || fail "no committed study has both a sweep file and finished runs"
+cp -r "$SRC/configs" "$WORK/configs"
+sed -i 's/^set: {/set: {train.batch_size: 96, /' "$WORK/configs/sweeps/$checked_sweep.yaml"
+grep -q 'train.batch_size: 96' "$WORK/configs/sweeps/$checked_sweep.yaml" || fail "could not alter configs/sweeps/$checked_sweep.yaml"
+[[ -z $(done_runs "$WORK/configs/sweeps/$checked_sweep.yaml" "$WORK/tree/docs/results/$checked_sweep" 2>/dev/null) ]] ||
+  fail "an altered configs/sweeps/$checked_sweep.yaml still plans committed runs as done"
 # The comparison can fail: one run's final test accuracy changed in a copy gives other tables.
 # The copy is of the first study with a seeded run (one still tuning has none yet).
 # (Not `find | sort | head`: under pipefail, head closing the pipe early makes sort die of

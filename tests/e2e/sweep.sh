@@ -91,6 +91,12 @@ wait
 # A changed sweep file is refused; --force adopts it and restarts only the changed runs.
 sed 's/train_per_class: 20/train_per_class: 21/' sweep.yaml > changed.yaml
 expect_status 2 "different sweep definition" "train_per_class" -- "$BIASLAB" sweep -c changed.yaml --out $D
+# --dry-run says so too (exit 0, nothing written) and marks the runs that would start over.
+tree_sums() { find "$D" -type f | sort | xargs -r md5sum; }
+before=$(tree_sums)
+expect_status 0 "refused without --force" "different sweep definition" "train_per_class" "changed      model=cnn,seed=0" \
+  -- "$BIASLAB" sweep -c changed.yaml --out $D --dry-run
+[[ $(tree_sums) == "$before" ]] || fail "--dry-run wrote into $D"
 sed 's/steps: 300}/steps: 301}/' sweep.yaml > vit_changed.yaml
 status=0
 "$BIASLAB" sweep -c vit_changed.yaml --out $D --force --threads 1 > force.log 2>&1 || status=$?
