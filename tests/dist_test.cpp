@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <map>
 #include <thread>
 
@@ -181,4 +182,14 @@ TEST(Communicator, AMissingRankIsAnErrorNotAHang) {
   EXPECT_NE(message.find("rank 0 of 2: step statistics at step 3 failed"), std::string::npos) << message;
   EXPECT_NE(message.find("runtime.dist_timeout_s"), std::string::npos) << message;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(Communicator, ARankIgnoresSigpipe) {
+  // A peer that died leaves a closed socket: writing to it must fail as an error of the
+  // collective (exit 7 with a message), not kill the rank with SIGPIPE (exit 141).
+  std::signal(SIGPIPE, SIG_DFL);
+  on_two_ranks([](int, Communicator&) {});
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
 }

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <csignal>
 #include <cstdlib>
 
 #include "core/errors.h"
@@ -137,6 +138,10 @@ std::unique_ptr<Communicator> Communicator::join(const DistEnv& env, const std::
   impl->timeout = timeout;
   const std::string where = fmt::format("rendezvous with {} rank(s) at {}:{}{}", env.world_size, env.master_addr,
                                         env.master_port, env.launcher_store ? " (the launcher's store)" : "");
+  // A peer that dies mid-collective closes its sockets; a later send() to it would raise
+  // SIGPIPE and end this rank silently (exit 141). Ignored, the send fails with EPIPE and
+  // surfaces as the collective's error below ("another rank stopped", exit 7).
+  std::signal(SIGPIPE, SIG_IGN);
   impl->guarded(where, [&] {
     auto tcp = c10::make_intrusive<c10d::TCPStore>(
         env.master_addr, store_options(env.master_port, !env.launcher_store && env.rank == 0, env.world_size, timeout));
@@ -244,6 +249,7 @@ struct StoreServer::Impl {
 };
 
 StoreServer::StoreServer(int world_size, std::chrono::milliseconds timeout) : impl_(std::make_unique<Impl>()) {
+  std::signal(SIGPIPE, SIG_IGN);  // as in join(): a dead rank's socket must not end the launcher
   try {
     // Port 0: a free port, chosen by the kernel.
     impl_->store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options(0, true, world_size, timeout));
