@@ -21,6 +21,7 @@ void register_summary(CLI::App& app);
 void register_data(CLI::App& app);
 void register_sweep(CLI::App& app);
 void register_report(CLI::App& app);
+void register_compare(CLI::App& app);
 void register_export(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_runs(CLI::App& app);

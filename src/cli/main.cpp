@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   cli::register_data(app);
   cli::register_sweep(app);
   cli::register_report(app);
+  cli::register_compare(app);
   cli::register_export(app);
   cli::register_convert(app);
   cli::register_runs(app);

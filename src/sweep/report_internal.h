@@ -1,7 +1,7 @@
 #pragma once
 // The parts of `biaslab report` (sweep/report.h) shared by report.cpp (grouping, the
 // files and the page), report_tables.cpp (results.csv, summary.csv and the Markdown
-// table), report_plots.cpp and report_verdict.cpp. Not part of the sweep API.
+// table), report_plots.cpp and report_verdict.cpp (and compare.cpp). Not part of the sweep API.
 #include <filesystem>
 #include <map>
 #include <string>

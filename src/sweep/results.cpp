@@ -107,6 +107,8 @@ std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan) {
         r.steps = s.value("steps", int64_t(0));
         r.epochs = s.value("epochs", int64_t(0));
         r.train_size = s.at("data").value("train_size", int64_t(0));
+        r.dataset = s.at("data").value("preset", "");
+        r.test_size = s.at("data").value("test_size", int64_t(0));
         r.best_epoch = s.at("best").value("epoch", int64_t(0));
         r.final_test_acc = number_at(s, "final.test_acc");
         r.final_test_loss = number_at(s, "final.test_loss");

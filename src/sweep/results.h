@@ -26,6 +26,8 @@ struct RunResult {
   std::string family, preset;
   int64_t parameters = 0, flops_per_image = 0, images_seen = 0, steps = 0, epochs = 0, train_size = 0;
   int64_t best_epoch = 0;
+  std::string dataset;      ///< data.preset of summary.json ("" when it names none)
+  int64_t test_size = 0;
   double final_test_acc = std::numeric_limits<double>::quiet_NaN();
   double final_test_loss = std::numeric_limits<double>::quiet_NaN();
   double final_test_top5_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN: 5 classes or fewer

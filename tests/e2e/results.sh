@@ -2,7 +2,8 @@
 # under docs/results/ (those holding a plan.json: a study with seeded runs, or one still
 # tuning, whose ledger is tune/ledger.json) writes the same tables as the
 # committed report/ folder (and report-* folders of `report --metric/--series`), byte for byte (issue: "biaslab report over the committed
-# directories reproduces the committed tables"). The PNG plots are not compared.
+# directories reproduces the committed tables"), and so does each committed `biaslab compare`
+# folder. The PNG plots are not compared.
 # In a git checkout the committed state (HEAD) is checked, so that a sweep running into
 # docs/results/ does not disturb the test; elsewhere the directory as it is.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -55,6 +56,29 @@ for study in "${studies[@]}"; do
     compared=$((compared + n))
   done
   echo "ok: docs/results/$study: $compared tables reproduce"
+done
+# Committed comparisons (`biaslab compare A B --out docs/results/NAME`): the command
+# compare.md names, run again in that folder (over the sweep directories extracted
+# above), writes the same three files.
+for md in "$SRC"/docs/results/*/compare.md; do
+  [[ -f $md ]] || continue
+  name=$(basename "$(dirname "$md")")
+  $in_git && ! git -C "$SRC" cat-file -e "HEAD:docs/results/$name/compare.md" 2>/dev/null && continue
+  if $in_git; then
+    git -C "$SRC" archive HEAD "docs/results/$name" | tar -x -C "$WORK/tree"
+  else
+    cp -r "$SRC/docs/results/$name" "$WORK/tree/docs/results/"
+  fi
+  dir=$WORK/tree/docs/results/$name
+  line=$(grep -o 'biaslab compare [^`]* --out \.' "$dir/compare.md") || fail "docs/results/$name/compare.md names no 'biaslab compare ... --out .' command"
+  mkdir -p "$WORK/committed_$name" && cp "$dir"/{compare.md,arms.csv,pairs.csv} "$WORK/committed_$name/"
+  read -ra args <<<"${line#biaslab }"
+  (cd "$dir" && "$BIASLAB" "${args[@]}" >/dev/null) || fail "docs/results/$name: $line failed"
+  for t in compare.md arms.csv pairs.csv; do
+    cmp -s "$WORK/committed_$name/$t" "$dir/$t" ||
+      fail "docs/results/$name/$t differs from what '$line' writes now: $(diff "$WORK/committed_$name/$t" "$dir/$t" | head -n 8)"
+  done
+  echo "ok: docs/results/$name: '$line' reproduces compare.md, arms.csv and pairs.csv"
 done
 # The shipped sweep files still plan the committed runs as done: rerunning a study's
 # documented command skips what is committed (a changed key in a sweep file or in a

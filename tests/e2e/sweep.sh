@@ -155,3 +155,40 @@ expect_status 2 "--series model.depth: not a swept key" -- "$BIASLAB" report $D 
 [[ -s $D/report-final.test_top5_acc-by-model/summary.csv ]] || fail "report --series --metric: $(cat by.log)"
 [[ $(md5sum $D/report/summary.md) == "$before" ]] || fail "report --series changed the sweep's own report"
 echo "ok: report"
+
+# Compare: another sweep with the same seeds, paired run by run with the first one's arms.
+cat > other.yaml <<'YAML'
+name: other
+base:
+  model: {preset: resnet20, widths: [8, 16, 32], layers: [1, 1, 1]}
+  data: {preset: fashion_mnist, train_per_class: 20, test_fraction: 0.05}
+  optim: {name: adamw, lr: 3.0e-3}
+  train: {steps: 20, batch_size: 32, log_every: 1000}
+  runtime: {threads: 1}
+grid:
+  runtime.seed: [0, 1]
+YAML
+"$BIASLAB" sweep -c other.yaml --out runs/sweeps/other --threads 1 > other.log 2>&1 || { cat other.log; fail "second sweep failed"; }
+"$BIASLAB" compare $D runs/sweeps/other --out cmp > compare.log 2>&1 || { cat compare.log; fail "compare failed"; }
+for f in compare.md arms.csv pairs.csv; do [[ -s cmp/$f ]] || fail "compare did not write $f"; done
+# The paired difference, recomputed from the runs' summary.json files.
+want=$(python3 - "$D" <<'PY'
+import json, sys
+acc = lambda d: json.load(open(d + "/summary.json"))["final"]["test_acc"]
+diffs = [acc(f"runs/sweeps/other/runs/seed={s}") - acc(f"{sys.argv[1]}/runs/model=cnn,seed={s}") for s in (0, 1)]
+print(f"other,cnn,2,{sum(diffs) / 2:.6g}")
+PY
+)
+grep -q "^$want," cmp/pairs.csv || fail "pairs.csv lacks '$want': $(cat cmp/pairs.csv)"
+grep -q "^other,broken,0," cmp/pairs.csv || fail "the failed runs should give no pair: $(cat cmp/pairs.csv)"
+grep -q "^- tiny: model=broken,seed=0 (failed)" cmp/compare.md || fail "compare.md does not list the failed runs: $(cat cmp/compare.md)"
+# Its reproduce line, run from the output folder, writes the same files.
+line=$(grep -o 'biaslab compare [^`]*' cmp/compare.md)
+[[ $line == "biaslab compare ../$D ../runs/sweeps/other --metric final.test_acc --out ." ]] || fail "reproduce line: $line"
+cp -r cmp cmp_before
+(cd cmp && "$BIASLAB" ${line#biaslab } > /dev/null) || fail "the reproduce line failed: $line"
+diff -r cmp cmp_before > /dev/null || fail "the reproduce line wrote other files: $(diff -r cmp cmp_before | head)"
+expect_status 5 "is not a biaslab comparison folder" -- "$BIASLAB" compare $D runs/sweeps/other --out $D
+expect_status 2 "given twice" -- "$BIASLAB" compare $D $D
+expect_status 2 "--metric" -- "$BIASLAB" compare $D runs/sweeps/other --metric final.test_loss
+echo "ok: compare"

@@ -1,0 +1,286 @@
+#include "sweep/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "core/errors.h"
+#include "core/fs.h"
+#include "core/output_folder.h"
+#include "sweep/report_internal.h"
+
+namespace fs = std::filesystem;
+
+namespace biaslab::sweep {
+namespace {
+
+using detail::csv_cell;
+using detail::pct;
+using detail::value_of;
+
+struct Sweep {
+  fs::path dir;
+  Plan plan;
+  std::vector<RunResult> results;
+  std::vector<std::string> own_keys;  ///< non-seed axes the other sweeps lack: they name the arms
+};
+
+// One complete run kept for the comparison.
+struct Entry {
+  size_t arm;
+  std::vector<std::string> context, replicate;
+  const RunResult* result;
+  const Sweep* sweep;
+};
+
+std::vector<std::string> non_seed_axes(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& k : plan.axes)
+    if (!is_replicate_key(k)) out.push_back(k);
+  return out;
+}
+
+std::vector<std::string> seed_axes(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& k : plan.axes)
+    if (is_replicate_key(k)) out.push_back(k);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "none" : s;
+}
+
+std::string run_path(const Sweep& s, const RunResult& r) { return (s.dir / "runs" / r.run->name).string(); }
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+std::string signed_points(double v) { return fmt::format("{:+.2f}", 100 * v); }
+
+// "mean ± sd", "[low, high]" (empty cells where n is too small), in percent.
+std::string mean_sd(const Stats& s, bool is_difference) {
+  if (s.n == 0) return "n/a";
+  const std::string m = is_difference ? signed_points(s.mean) : pct(s.mean);
+  return s.n > 1 ? m + " ± " + pct(s.sd) : m;
+}
+std::string interval(const Stats& s, bool is_difference) {
+  if (s.n < 2) return "";
+  const auto f = [&](double v) { return is_difference ? signed_points(v) : pct(v); };
+  return "[" + f(s.mean - s.ci95_half) + ", " + f(s.mean + s.ci95_half) + "]";
+}
+// The CSV cells n,mean,sd,ci95_low,ci95_high (fractions).
+std::string stats_cells(const Stats& s) {
+  return fmt::format("{},{},{},{},{}", s.n, s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "",
+                     s.n > 1 ? num(s.mean - s.ci95_half) : "", s.n > 1 ? num(s.mean + s.ci95_half) : "");
+}
+
+// How `dir` is written in the reproduce line: relative to `out_dir` when there is one.
+std::string shown_path(const fs::path& dir, const fs::path& out_dir) {
+  if (out_dir.empty()) return dir.string();
+  std::error_code ec;
+  // absolute first: weakly_canonical leaves a relative path none of whose parts exists relative.
+  const auto full = [&](const fs::path& p) { return fs::weakly_canonical(fs::absolute(p), ec); };
+  const fs::path rel = fs::relative(full(dir), full(out_dir), ec);
+  return ec || rel.empty() ? fs::absolute(dir).string() : rel.generic_string();
+}
+
+}  // namespace
+
+Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& metric, const fs::path& out_dir) {
+  if (dirs.size() < 2)
+    throw ConfigError("compare: give a reference sweep directory and at least one more (got " +
+                      std::to_string(dirs.size()) + ")");
+  std::deque<Sweep> sweeps;  // stable addresses: results point into their plan's runs
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (const auto& seen : sweeps)
+      if (fs::equivalent(seen.dir, dir, ec))
+        throw ConfigError("compare: " + dir.string() + " is given twice (as " + seen.dir.string() + ")");
+    Sweep& s = sweeps.emplace_back();
+    s.dir = dir;
+    s.plan = read_plan(dir);
+  }
+  const std::string m = metric.empty() ? sweeps.front().plan.report.metric : metric;
+  if (const std::string problem = report_metric_problem(m); !problem.empty())
+    throw ConfigError("compare: --metric " + m + ": " + problem);
+
+  // The seed axes pair the runs; every sweep must have the same ones.
+  const std::vector<std::string> seeds = seed_axes(sweeps.front().plan);
+  if (seeds.empty())
+    throw ConfigError("compare: " + sweeps.front().dir.string() + " (sweep '" + sweeps.front().plan.name +
+                      "') has no seed axis (runtime.seed): its runs cannot be paired with another sweep's");
+  for (const auto& s : sweeps)
+    if (seed_axes(s.plan) != seeds)
+      throw ConfigError("compare: " + s.dir.string() + " (sweep '" + s.plan.name + "') has the seed axes [" +
+                        joined(seed_axes(s.plan)) + "], " + sweeps.front().dir.string() + " has [" + joined(seeds) +
+                        "]: runs are paired by the same seed values, so both need the same seed axes");
+  // Non-seed axes every sweep has are the context; the others name a sweep's arms.
+  std::vector<std::string> context_keys;
+  for (const auto& k : non_seed_axes(sweeps.front().plan))
+    if (std::all_of(sweeps.begin(), sweeps.end(), [&](const Sweep& s) {
+          const auto axes = non_seed_axes(s.plan);
+          return std::find(axes.begin(), axes.end(), k) != axes.end();
+        }))
+      context_keys.push_back(k);
+  for (auto& s : sweeps) {
+    s.plan.report.metric = m;
+    s.results = collect_results(Layout{s.dir}, s.plan);
+    for (const auto& k : non_seed_axes(s.plan))
+      if (std::find(context_keys.begin(), context_keys.end(), k) == context_keys.end()) s.own_keys.push_back(k);
+  }
+
+  // Arms (in sweep order, then plan order) and the runs kept; the others are listed.
+  struct Arm {
+    const Sweep* sweep;
+    std::vector<std::string> values;
+    std::string label;
+  };
+  std::vector<Arm> arms;
+  std::vector<Entry> entries;
+  std::vector<std::vector<std::string>> contexts;
+  std::vector<std::string> left_out;
+  for (const auto& s : sweeps)
+    for (const auto& r : s.results) {
+      std::vector<std::string> own, context, replicate;
+      for (const auto& k : s.own_keys) own.push_back(value_of(*r.run, k));
+      for (const auto& k : context_keys) context.push_back(value_of(*r.run, k));
+      for (const auto& k : seeds) replicate.push_back(value_of(*r.run, k));
+      auto it = std::find_if(arms.begin(), arms.end(), [&](const Arm& a) { return a.sweep == &s && a.values == own; });
+      if (it == arms.end()) {
+        arms.push_back(Arm{&s, own, own.empty() ? s.plan.name : detail::label(s.own_keys, own)});
+        it = std::prev(arms.end());
+      }
+      if (std::find(contexts.begin(), contexts.end(), context) == contexts.end()) contexts.push_back(context);
+      // Named by sweep and run, not path: the page reads the same from any directory.
+      const std::string run = s.plan.name + ": " + r.run->name;
+      if (!r.complete)
+        left_out.push_back(run + " (" + r.state + ")");
+      else if (!r.drift.empty())
+        left_out.push_back(run + " (ran another config than planned: " + r.drift + ")");
+      else if (!std::isfinite(r.metric))
+        left_out.push_back(run + " (its summary.json has no " + m + ")");
+      else
+        entries.push_back(Entry{size_t(it - arms.begin()), context, replicate, &r, &s});
+    }
+  // Two sweeps' arms with the same name are told apart by their sweep's name.
+  for (auto& a : arms)
+    if (std::count_if(arms.begin(), arms.end(), [&](const Arm& b) { return b.label == a.label; }) > 1 &&
+        a.label != a.sweep->plan.name)
+      a.label = a.sweep->plan.name + ": " + a.label;
+
+  Comparison c;
+  const std::string what = detail::metric_name(m);
+  std::string header_md, header_csv, rule;
+  for (const auto& k : context_keys) {
+    header_md += last_component(k) + " | ";
+    header_csv += csv_cell(k) + ",";
+    rule += "---|";
+  }
+
+  // Per context and arm.
+  c.arms_csv = header_csv + "arm,sweep,n,mean,sd,ci95_low,ci95_high\n";
+  std::string arms_md = "| " + header_md + "arm | sweep | " + what + " (%), mean ± sd | 95% CI | runs |\n|" + rule +
+                        "---|---|---|---|---|\n";
+  for (const auto& context : contexts)
+    for (size_t a = 0; a < arms.size(); ++a) {
+      std::vector<double> values;
+      for (const auto& e : entries)
+        if (e.arm == a && e.context == context) values.push_back(e.result->metric);
+      if (values.empty() && std::none_of(arms[a].sweep->results.begin(), arms[a].sweep->results.end(),
+                                         [&](const RunResult& r) {
+                                           for (size_t i = 0; i < context_keys.size(); ++i)
+                                             if (value_of(*r.run, context_keys[i]) != context[i]) return false;
+                                           return true;
+                                         }))
+        continue;  // this arm has no run planned in this context
+      const Stats st = describe(values);
+      std::string cells_md, cells_csv;
+      for (const auto& v : context) {
+        cells_md += v + " | ";
+        cells_csv += csv_cell(v) + ",";
+      }
+      c.arms_csv += cells_csv + csv_cell(arms[a].label) + "," + csv_cell(arms[a].sweep->plan.name) + "," +
+                    stats_cells(st) + "\n";
+      arms_md += "| " + cells_md + arms[a].label + " | " + arms[a].sweep->plan.name + " | " + mean_sd(st, false) +
+                 " | " + interval(st, false) + " | " + std::to_string(st.n) + " |\n";
+    }
+
+  // Per context: each compared arm minus each reference arm, over the seeds both have.
+  c.pairs_csv = header_csv + "arm,reference,n_pairs,diff_mean,diff_sd,diff_ci95_low,diff_ci95_high\n";
+  std::string pairs_md = "| " + header_md + "arm | minus | paired difference (points), mean ± sd | 95% CI | pairs |\n|" +
+                         rule + "---|---|---|---|---|\n";
+  for (const auto& context : contexts)
+    for (size_t ref = 0; ref < arms.size(); ++ref) {
+      if (arms[ref].sweep != &sweeps.front()) continue;
+      for (size_t other = 0; other < arms.size(); ++other) {
+        if (arms[other].sweep == &sweeps.front()) continue;
+        std::vector<double> diffs;
+        for (const auto& a : entries) {
+          if (a.arm != ref || a.context != context) continue;
+          for (const auto& b : entries) {
+            if (b.arm != other || b.context != context || b.replicate != a.replicate) continue;
+            if (a.result->dataset != b.result->dataset || a.result->test_size != b.result->test_size)
+              throw ConfigError(fmt::format(
+                  "compare: {} and {} have the same seed but were tested on different data ({} with {} test images "
+                  "vs {} with {}): their accuracies cannot be paired",
+                  run_path(*a.sweep, *a.result), run_path(*b.sweep, *b.result), a.result->dataset,
+                  a.result->test_size, b.result->dataset, b.result->test_size));
+            diffs.push_back(b.result->metric - a.result->metric);
+          }
+        }
+        const Stats st = describe(diffs);
+        std::string cells_md, cells_csv;
+        for (const auto& v : context) {
+          cells_md += v + " | ";
+          cells_csv += csv_cell(v) + ",";
+        }
+        c.pairs_csv += cells_csv + csv_cell(arms[other].label) + "," + csv_cell(arms[ref].label) + "," +
+                       stats_cells(st) + "\n";
+        pairs_md += "| " + cells_md + arms[other].label + " | " + arms[ref].label + " | " + mean_sd(st, true) +
+                    " | " + interval(st, true) + " | " + std::to_string(st.n) + " |\n";
+      }
+    }
+
+  std::string names, command = "biaslab compare";
+  for (size_t i = 0; i < sweeps.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == sweeps.size() ? " and " : ", ") + sweeps[i].plan.name;
+    command += " " + shown_path(sweeps[i].dir, out_dir);
+  }
+  command += " --metric " + m + (out_dir.empty() ? "" : " --out .");
+  std::string md = "# Paired comparison: " + names + "\n\n";
+  md += "Metric: " + what + ". Reference: " + sweeps.front().plan.name + ". Runs are paired when they have the same " +
+        joined(seeds) + (context_keys.empty() ? "" : " and the same " + joined(context_keys)) +
+        "; each difference is a run of a compared sweep minus its pair in the reference sweep, so the seed-to-seed "
+        "variation both share cancels. An interval that excludes 0 is a difference the seeds agree on.\n\n";
+  md += "## Runs\n\n" + arms_md + "\n## Paired differences\n\n" + pairs_md + "\n";
+  if (!left_out.empty()) {
+    md += "## Left out\n\n";
+    for (const auto& l : left_out) md += "- " + l + "\n";
+    md += "\n";
+  }
+  md += "Reproduce" + std::string(out_dir.empty() ? "" : ", from this folder") + ": `" + command + "`\n";
+  c.markdown = md;
+  return c;
+}
+
+std::vector<fs::path> write_comparison(const Comparison& c, const fs::path& out_dir) {
+  claim_output_folder(out_dir, "--out", "a biaslab comparison folder", [](const fs::path& dir) {
+    return fs::is_regular_file(dir / "compare.md") && fs::is_regular_file(dir / "pairs.csv");
+  });
+  fs::create_directories(out_dir);
+  const std::vector<std::pair<std::string, const std::string*>> files = {
+      {"arms.csv", &c.arms_csv}, {"pairs.csv", &c.pairs_csv}, {"compare.md", &c.markdown}};
+  std::vector<fs::path> written;
+  for (const auto& [name, text] : files) {
+    atomic_write(out_dir / name, *text);
+    written.push_back(out_dir / name);
+  }
+  return written;
+}
+
+}  // namespace biaslab::sweep
