@@ -257,6 +257,10 @@ report: {series: model.norm}
   EXPECT_EQ(rows[2][0], "none");
   EXPECT_NEAR(std::stod(rows[2][5]), -0.31, 1e-9);
   EXPECT_NEAR(std::stod(rows[2][6]), 0.01, 1e-9);
+  // The page says which key it pairs (the folder name is not all a reader sees).
+  EXPECT_NE(read_file(layout.root / "report-by-model.residual" / "report.md")
+                .find("12 planned runs; metric: final.test_acc; series: model.residual."),
+            std::string::npos);
   const auto refused = [&](const std::string& key, const std::string& why) {
     try {
       with_series(plan, key);

@@ -103,7 +103,8 @@ void claim_report_folder(const fs::path& out_dir) {
 std::string report_page(const Plan& plan, size_t runs, const std::string& table, const std::string& verdict_md,
                         const std::vector<std::string>& images, const std::string& tuning_md) {
   std::string page = "# Sweep report: " + plan.name + "\n\n" +
-                     fmt::format("{} planned runs; metric: {}.\n\n", runs, plan.report.metric);
+                     fmt::format("{} planned runs; metric: {}{}.\n\n", runs, plan.report.metric,
+                                 plan.report.series.empty() ? "" : "; series: " + plan.report.series);
   page += "## Summary\n\n" + table + "\n## Verdict\n\n" + verdict_md + "\n" + tuning_md + "## Plots\n\n";
   for (const auto& img : images) page += "![" + img + "](" + img + ")\n\n";
   page += "Per-run numbers: [results.csv](results.csv); grouped: [summary.csv](summary.csv).\n";
