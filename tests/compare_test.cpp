@@ -111,6 +111,15 @@ TEST(Compare, PairsRunsOfTwoSweepsBySeedWithinTheSharedKeys) {
   EXPECT_NE(c.markdown.find("`biaslab compare " + ref.string() + " " + other.string() + " --metric final.test_acc`"),
             std::string::npos);
 
+  // A context the compared sweep has no run planned in gives no row (0 pairs there is not news).
+  const auto full_only = fake_sweep(dir, "full", "grid:\n  data.train_fraction: [1.0]\n  runtime.seed: [0, 1, 2]\n",
+                                    [](const PlannedRun& r) { return 0.95 - 0.01 * seed_of(r); });
+  const Comparison partial = compare_sweeps({ref, full_only}, "", "");
+  EXPECT_EQ(row(partial.pairs_csv, "0.1,"), "") << partial.pairs_csv;
+  EXPECT_EQ(row(partial.arms_csv, "0.1,full,"), "") << partial.arms_csv;
+  EXPECT_NE(row(partial.arms_csv, "0.1,cnn,"), "");
+  EXPECT_EQ(row(partial.pairs_csv, "1.0,full,cnn,3,0.03,0.02,"), "1.0,full,cnn,3,0.03,0.02,-0.0196833,0.0796833");
+
   // Another metric; the reproduce line relative to the output folder.
   const Comparison ema = compare_sweeps({ref, other}, "final.ema_test_acc", dir / "out");
   EXPECT_EQ(row(ema.arms_csv, "0.1,cnn,"), "0.1,cnn,cnn,3,0.82,0.01,0.795158,0.844842");

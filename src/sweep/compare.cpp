@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "core/errors.h"
 #include "core/fs.h"
@@ -144,6 +145,7 @@ Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& 
   std::vector<Entry> entries;
   std::vector<std::vector<std::string>> contexts;
   std::vector<std::string> left_out;
+  std::set<std::pair<size_t, std::vector<std::string>>> planned;  // (arm, context) with a planned run
   for (const auto& s : sweeps)
     for (const auto& r : s.results) {
       std::vector<std::string> own, context, replicate;
@@ -156,6 +158,7 @@ Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& 
         it = std::prev(arms.end());
       }
       if (std::find(contexts.begin(), contexts.end(), context) == contexts.end()) contexts.push_back(context);
+      planned.emplace(size_t(it - arms.begin()), context);
       // Named by sweep and run, not path: the page reads the same from any directory.
       const std::string run = s.plan.name + ": " + r.run->name;
       if (!r.complete)
@@ -191,13 +194,7 @@ Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& 
       std::vector<double> values;
       for (const auto& e : entries)
         if (e.arm == a && e.context == context) values.push_back(e.result->metric);
-      if (values.empty() && std::none_of(arms[a].sweep->results.begin(), arms[a].sweep->results.end(),
-                                         [&](const RunResult& r) {
-                                           for (size_t i = 0; i < context_keys.size(); ++i)
-                                             if (value_of(*r.run, context_keys[i]) != context[i]) return false;
-                                           return true;
-                                         }))
-        continue;  // this arm has no run planned in this context
+      if (!planned.count({a, context})) continue;  // this arm has no run planned in this context
       const Stats st = describe(values);
       std::string cells_md, cells_csv;
       for (const auto& v : context) {
@@ -218,7 +215,8 @@ Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& 
     for (size_t ref = 0; ref < arms.size(); ++ref) {
       if (arms[ref].sweep != &sweeps.front()) continue;
       for (size_t other = 0; other < arms.size(); ++other) {
-        if (arms[other].sweep == &sweeps.front()) continue;
+        if (arms[other].sweep == &sweeps.front() || !planned.count({ref, context}) || !planned.count({other, context}))
+          continue;
         std::vector<double> diffs;
         for (const auto& a : entries) {
           if (a.arm != ref || a.context != context) continue;
