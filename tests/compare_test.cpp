@@ -161,4 +161,13 @@ TEST(Compare, RefusesWhatCannotBePaired) {
                              [](const PlannedRun& r) { return 0.7 + 0.02 * seed_of(r); });
   const Comparison c = compare_sweeps({a, b2}, "", "");
   EXPECT_EQ(row(c.pairs_csv, "b2,a,"), "b2,a,2,-0.095,0.00707107,-0.158531,-0.031469");
+  // Arms of two sweeps with the same name are told apart by the sweeps' names, both of them.
+  const auto preset = [](const PlannedRun& r) { return 0.75 + 0.01 * seed_of(r); };
+  const std::string one_preset = "grid:\n  model.preset: [vit_lite_p4]\n  runtime.seed: [0, 1]\n";
+  const auto x1 = fake_sweep(dir, "x1", one_preset, preset), x2 = fake_sweep(dir, "x2", one_preset, preset);
+  const Comparison named = compare_sweeps({a, x1, x2}, "", "");
+  EXPECT_EQ(row(named.pairs_csv, "x1: vit_lite_p4,a,2,-0.05,"), "x1: vit_lite_p4,a,2,-0.05,0,-0.05,-0.05")
+      << named.pairs_csv;
+  EXPECT_NE(row(named.pairs_csv, "x2: vit_lite_p4,a,2,-0.05,"), "") << named.pairs_csv;
+  EXPECT_NE(named.markdown.find("# Paired comparison: a, x1 and x2"), std::string::npos);
 }

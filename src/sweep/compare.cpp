@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <set>
 
 #include "core/errors.h"
@@ -27,14 +28,6 @@ struct Sweep {
   Plan plan;
   std::vector<RunResult> results;
   std::vector<std::string> own_keys;  ///< non-seed axes the other sweeps lack: they name the arms
-};
-
-// One complete run kept for the comparison.
-struct Entry {
-  size_t arm;
-  std::vector<std::string> context, replicate;
-  const RunResult* result;
-  const Sweep* sweep;
 };
 
 std::vector<std::string> non_seed_axes(const Plan& plan) {
@@ -90,13 +83,13 @@ std::string shown_path(const fs::path& dir, const fs::path& out_dir) {
   return ec || rel.empty() ? fs::absolute(dir).string() : rel.generic_string();
 }
 
-}  // namespace
-
-Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& metric, const fs::path& out_dir) {
+// The sweeps, read in order (the first is the reference), with no directory twice.
+// A deque: results point into their plan's runs, so a Sweep must not move.
+std::deque<Sweep> read_sweeps(const std::vector<fs::path>& dirs) {
   if (dirs.size() < 2)
     throw ConfigError("compare: give a reference sweep directory and at least one more (got " +
                       std::to_string(dirs.size()) + ")");
-  std::deque<Sweep> sweeps;  // stable addresses: results point into their plan's runs
+  std::deque<Sweep> sweeps;
   for (const auto& dir : dirs) {
     std::error_code ec;
     for (const auto& seen : sweeps)
@@ -106,144 +99,207 @@ Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& 
     s.dir = dir;
     s.plan = read_plan(dir);
   }
-  const std::string m = metric.empty() ? sweeps.front().plan.report.metric : metric;
-  if (const std::string problem = report_metric_problem(m); !problem.empty())
-    throw ConfigError("compare: --metric " + m + ": " + problem);
+  return sweeps;
+}
 
-  // The seed axes pair the runs; every sweep must have the same ones.
-  const std::vector<std::string> seeds = seed_axes(sweeps.front().plan);
+// The seed axes that pair the runs: every sweep must have the same ones.
+std::vector<std::string> common_seed_axes(const std::deque<Sweep>& sweeps) {
+  const Sweep& ref = sweeps.front();
+  const std::vector<std::string> seeds = seed_axes(ref.plan);
   if (seeds.empty())
-    throw ConfigError("compare: " + sweeps.front().dir.string() + " (sweep '" + sweeps.front().plan.name +
+    throw ConfigError("compare: " + ref.dir.string() + " (sweep '" + ref.plan.name +
                       "') has no seed axis (runtime.seed): its runs cannot be paired with another sweep's");
   for (const auto& s : sweeps)
     if (seed_axes(s.plan) != seeds)
       throw ConfigError("compare: " + s.dir.string() + " (sweep '" + s.plan.name + "') has the seed axes [" +
-                        joined(seed_axes(s.plan)) + "], " + sweeps.front().dir.string() + " has [" + joined(seeds) +
+                        joined(seed_axes(s.plan)) + "], " + ref.dir.string() + " has [" + joined(seeds) +
                         "]: runs are paired by the same seed values, so both need the same seed axes");
-  // Non-seed axes every sweep has are the context; the others name a sweep's arms.
-  std::vector<std::string> context_keys;
+  return seeds;
+}
+
+// The non-seed axes every sweep has (the context), in the reference sweep's order.
+std::vector<std::string> shared_axes(const std::deque<Sweep>& sweeps) {
+  std::vector<std::string> shared;
   for (const auto& k : non_seed_axes(sweeps.front().plan))
     if (std::all_of(sweeps.begin(), sweeps.end(), [&](const Sweep& s) {
           const auto axes = non_seed_axes(s.plan);
           return std::find(axes.begin(), axes.end(), k) != axes.end();
         }))
-      context_keys.push_back(k);
+      shared.push_back(k);
+  return shared;
+}
+
+struct Arm {
+  const Sweep* sweep;
+  std::vector<std::string> values;  ///< of the sweep's own keys
+  std::string label;
+};
+
+// One complete run kept for the comparison.
+struct Entry {
+  size_t arm;
+  std::vector<std::string> context, replicate;
+  const RunResult* result;
+  const Sweep* sweep;
+};
+
+// Every run of every sweep, sorted into arms (in sweep order, then plan order), contexts
+// and the runs kept; the others are listed.
+struct Pairing {
+  std::vector<std::string> seeds, context_keys;
+  std::vector<Arm> arms;
+  std::vector<std::vector<std::string>> contexts;  ///< in first-appearance order
+  std::set<std::pair<size_t, std::vector<std::string>>> planned;  ///< (arm, context) with a planned run
+  std::vector<Entry> entries;
+  std::vector<std::string> left_out;
+};
+
+Pairing sort_runs(const std::deque<Sweep>& sweeps, std::vector<std::string> seeds,
+                  std::vector<std::string> context_keys, const std::string& metric) {
+  Pairing p{std::move(seeds), std::move(context_keys), {}, {}, {}, {}, {}};
+  for (const auto& s : sweeps)
+    for (const auto& r : s.results) {
+      std::vector<std::string> own, context, replicate;
+      for (const auto& k : s.own_keys) own.push_back(value_of(*r.run, k));
+      for (const auto& k : p.context_keys) context.push_back(value_of(*r.run, k));
+      for (const auto& k : p.seeds) replicate.push_back(value_of(*r.run, k));
+      auto it = std::find_if(p.arms.begin(), p.arms.end(), [&](const Arm& a) { return a.sweep == &s && a.values == own; });
+      if (it == p.arms.end()) {
+        p.arms.push_back(Arm{&s, own, own.empty() ? s.plan.name : detail::label(s.own_keys, own)});
+        it = std::prev(p.arms.end());
+      }
+      const size_t arm = size_t(it - p.arms.begin());
+      if (std::find(p.contexts.begin(), p.contexts.end(), context) == p.contexts.end()) p.contexts.push_back(context);
+      p.planned.emplace(arm, context);
+      // Named by sweep and run, not path: the page reads the same from any directory.
+      const std::string run = s.plan.name + ": " + r.run->name;
+      if (!r.complete)
+        p.left_out.push_back(run + " (" + r.state + ")");
+      else if (!r.drift.empty())
+        p.left_out.push_back(run + " (ran another config than planned: " + r.drift + ")");
+      else if (!std::isfinite(r.metric))
+        p.left_out.push_back(run + " (its summary.json has no " + metric + ")");
+      else
+        p.entries.push_back(Entry{arm, context, replicate, &r, &s});
+    }
+  // Arms of two sweeps with the same name are told apart by their sweep's name.
+  std::map<std::string, int> uses;
+  for (const auto& a : p.arms) ++uses[a.label];
+  for (auto& a : p.arms)
+    if (uses[a.label] > 1 && a.label != a.sweep->plan.name) a.label = a.sweep->plan.name + ": " + a.label;
+  return p;
+}
+
+// The differences other - ref over the seeds both arms have in `context`.
+std::vector<double> paired_diffs(const Pairing& p, size_t ref, size_t other, const std::vector<std::string>& context) {
+  std::vector<double> diffs;
+  for (const auto& a : p.entries) {
+    if (a.arm != ref || a.context != context) continue;
+    for (const auto& b : p.entries) {
+      if (b.arm != other || b.context != context || b.replicate != a.replicate) continue;
+      if (a.result->dataset != b.result->dataset || a.result->test_size != b.result->test_size)
+        throw ConfigError(fmt::format(
+            "compare: {} and {} have the same seed but were tested on different data ({} with {} test images "
+            "vs {} with {}): their accuracies cannot be paired",
+            run_path(*a.sweep, *a.result), run_path(*b.sweep, *b.result), a.result->dataset, a.result->test_size,
+            b.result->dataset, b.result->test_size));
+      diffs.push_back(b.result->metric - a.result->metric);
+    }
+  }
+  return diffs;
+}
+
+// A table's leading context columns: Markdown header, CSV header, Markdown rule; and a row's.
+struct ContextCells {
+  std::string md, csv;
+};
+ContextCells context_header(const std::vector<std::string>& keys, std::string* rule) {
+  ContextCells h;
+  for (const auto& k : keys) {
+    h.md += last_component(k) + " | ";
+    h.csv += csv_cell(k) + ",";
+    *rule += "---|";
+  }
+  return h;
+}
+ContextCells context_row(const std::vector<std::string>& values) {
+  ContextCells r;
+  for (const auto& v : values) {
+    r.md += v + " | ";
+    r.csv += csv_cell(v) + ",";
+  }
+  return r;
+}
+
+// arms.csv and the Runs table: per context and arm with a planned run.
+std::pair<std::string, std::string> arm_tables(const Pairing& p, const std::string& what) {
+  std::string rule;
+  const ContextCells h = context_header(p.context_keys, &rule);
+  std::string csv = h.csv + "arm,sweep,n,mean,sd,ci95_low,ci95_high\n";
+  std::string md = "| " + h.md + "arm | sweep | " + what + " (%), mean ± sd | 95% CI | runs |\n|" + rule +
+                   "---|---|---|---|---|\n";
+  for (const auto& context : p.contexts)
+    for (size_t a = 0; a < p.arms.size(); ++a) {
+      if (!p.planned.count({a, context})) continue;
+      std::vector<double> values;
+      for (const auto& e : p.entries)
+        if (e.arm == a && e.context == context) values.push_back(e.result->metric);
+      const Stats st = describe(values);
+      const ContextCells row = context_row(context);
+      const std::string& sweep = p.arms[a].sweep->plan.name;
+      csv += row.csv + csv_cell(p.arms[a].label) + "," + csv_cell(sweep) + "," + stats_cells(st) + "\n";
+      md += "| " + row.md + p.arms[a].label + " | " + sweep + " | " + mean_sd(st, false) + " | " +
+            interval(st, false) + " | " + std::to_string(st.n) + " |\n";
+    }
+  return {csv, md};
+}
+
+// pairs.csv and the Paired differences table: per context, each compared arm minus each
+// reference arm, where both have runs planned.
+std::pair<std::string, std::string> pair_tables(const Pairing& p, const Sweep* reference) {
+  std::string rule;
+  const ContextCells h = context_header(p.context_keys, &rule);
+  std::string csv = h.csv + "arm,reference,n_pairs,diff_mean,diff_sd,diff_ci95_low,diff_ci95_high\n";
+  std::string md = "| " + h.md + "arm | minus | paired difference (points), mean ± sd | 95% CI | pairs |\n|" + rule +
+                   "---|---|---|---|---|\n";
+  for (const auto& context : p.contexts)
+    for (size_t ref = 0; ref < p.arms.size(); ++ref) {
+      if (p.arms[ref].sweep != reference || !p.planned.count({ref, context})) continue;
+      for (size_t other = 0; other < p.arms.size(); ++other) {
+        if (p.arms[other].sweep == reference || !p.planned.count({other, context})) continue;
+        const Stats st = describe(paired_diffs(p, ref, other, context));
+        const ContextCells row = context_row(context);
+        csv += row.csv + csv_cell(p.arms[other].label) + "," + csv_cell(p.arms[ref].label) + "," + stats_cells(st) +
+               "\n";
+        md += "| " + row.md + p.arms[other].label + " | " + p.arms[ref].label + " | " + mean_sd(st, true) + " | " +
+              interval(st, true) + " | " + std::to_string(st.n) + " |\n";
+      }
+    }
+  return {csv, md};
+}
+
+}  // namespace
+
+Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& metric, const fs::path& out_dir) {
+  std::deque<Sweep> sweeps = read_sweeps(dirs);
+  const std::string m = metric.empty() ? sweeps.front().plan.report.metric : metric;
+  if (const std::string problem = report_metric_problem(m); !problem.empty())
+    throw ConfigError("compare: --metric " + m + ": " + problem);
+  std::vector<std::string> seeds = common_seed_axes(sweeps);
+  std::vector<std::string> context_keys = shared_axes(sweeps);
   for (auto& s : sweeps) {
     s.plan.report.metric = m;
     s.results = collect_results(Layout{s.dir}, s.plan);
     for (const auto& k : non_seed_axes(s.plan))
       if (std::find(context_keys.begin(), context_keys.end(), k) == context_keys.end()) s.own_keys.push_back(k);
   }
-
-  // Arms (in sweep order, then plan order) and the runs kept; the others are listed.
-  struct Arm {
-    const Sweep* sweep;
-    std::vector<std::string> values;
-    std::string label;
-  };
-  std::vector<Arm> arms;
-  std::vector<Entry> entries;
-  std::vector<std::vector<std::string>> contexts;
-  std::vector<std::string> left_out;
-  std::set<std::pair<size_t, std::vector<std::string>>> planned;  // (arm, context) with a planned run
-  for (const auto& s : sweeps)
-    for (const auto& r : s.results) {
-      std::vector<std::string> own, context, replicate;
-      for (const auto& k : s.own_keys) own.push_back(value_of(*r.run, k));
-      for (const auto& k : context_keys) context.push_back(value_of(*r.run, k));
-      for (const auto& k : seeds) replicate.push_back(value_of(*r.run, k));
-      auto it = std::find_if(arms.begin(), arms.end(), [&](const Arm& a) { return a.sweep == &s && a.values == own; });
-      if (it == arms.end()) {
-        arms.push_back(Arm{&s, own, own.empty() ? s.plan.name : detail::label(s.own_keys, own)});
-        it = std::prev(arms.end());
-      }
-      if (std::find(contexts.begin(), contexts.end(), context) == contexts.end()) contexts.push_back(context);
-      planned.emplace(size_t(it - arms.begin()), context);
-      // Named by sweep and run, not path: the page reads the same from any directory.
-      const std::string run = s.plan.name + ": " + r.run->name;
-      if (!r.complete)
-        left_out.push_back(run + " (" + r.state + ")");
-      else if (!r.drift.empty())
-        left_out.push_back(run + " (ran another config than planned: " + r.drift + ")");
-      else if (!std::isfinite(r.metric))
-        left_out.push_back(run + " (its summary.json has no " + m + ")");
-      else
-        entries.push_back(Entry{size_t(it - arms.begin()), context, replicate, &r, &s});
-    }
-  // Two sweeps' arms with the same name are told apart by their sweep's name.
-  for (auto& a : arms)
-    if (std::count_if(arms.begin(), arms.end(), [&](const Arm& b) { return b.label == a.label; }) > 1 &&
-        a.label != a.sweep->plan.name)
-      a.label = a.sweep->plan.name + ": " + a.label;
+  const Pairing p = sort_runs(sweeps, std::move(seeds), std::move(context_keys), m);
 
   Comparison c;
   const std::string what = detail::metric_name(m);
-  std::string header_md, header_csv, rule;
-  for (const auto& k : context_keys) {
-    header_md += last_component(k) + " | ";
-    header_csv += csv_cell(k) + ",";
-    rule += "---|";
-  }
-
-  // Per context and arm.
-  c.arms_csv = header_csv + "arm,sweep,n,mean,sd,ci95_low,ci95_high\n";
-  std::string arms_md = "| " + header_md + "arm | sweep | " + what + " (%), mean ± sd | 95% CI | runs |\n|" + rule +
-                        "---|---|---|---|---|\n";
-  for (const auto& context : contexts)
-    for (size_t a = 0; a < arms.size(); ++a) {
-      std::vector<double> values;
-      for (const auto& e : entries)
-        if (e.arm == a && e.context == context) values.push_back(e.result->metric);
-      if (!planned.count({a, context})) continue;  // this arm has no run planned in this context
-      const Stats st = describe(values);
-      std::string cells_md, cells_csv;
-      for (const auto& v : context) {
-        cells_md += v + " | ";
-        cells_csv += csv_cell(v) + ",";
-      }
-      c.arms_csv += cells_csv + csv_cell(arms[a].label) + "," + csv_cell(arms[a].sweep->plan.name) + "," +
-                    stats_cells(st) + "\n";
-      arms_md += "| " + cells_md + arms[a].label + " | " + arms[a].sweep->plan.name + " | " + mean_sd(st, false) +
-                 " | " + interval(st, false) + " | " + std::to_string(st.n) + " |\n";
-    }
-
-  // Per context: each compared arm minus each reference arm, over the seeds both have.
-  c.pairs_csv = header_csv + "arm,reference,n_pairs,diff_mean,diff_sd,diff_ci95_low,diff_ci95_high\n";
-  std::string pairs_md = "| " + header_md + "arm | minus | paired difference (points), mean ± sd | 95% CI | pairs |\n|" +
-                         rule + "---|---|---|---|---|\n";
-  for (const auto& context : contexts)
-    for (size_t ref = 0; ref < arms.size(); ++ref) {
-      if (arms[ref].sweep != &sweeps.front()) continue;
-      for (size_t other = 0; other < arms.size(); ++other) {
-        if (arms[other].sweep == &sweeps.front() || !planned.count({ref, context}) || !planned.count({other, context}))
-          continue;
-        std::vector<double> diffs;
-        for (const auto& a : entries) {
-          if (a.arm != ref || a.context != context) continue;
-          for (const auto& b : entries) {
-            if (b.arm != other || b.context != context || b.replicate != a.replicate) continue;
-            if (a.result->dataset != b.result->dataset || a.result->test_size != b.result->test_size)
-              throw ConfigError(fmt::format(
-                  "compare: {} and {} have the same seed but were tested on different data ({} with {} test images "
-                  "vs {} with {}): their accuracies cannot be paired",
-                  run_path(*a.sweep, *a.result), run_path(*b.sweep, *b.result), a.result->dataset,
-                  a.result->test_size, b.result->dataset, b.result->test_size));
-            diffs.push_back(b.result->metric - a.result->metric);
-          }
-        }
-        const Stats st = describe(diffs);
-        std::string cells_md, cells_csv;
-        for (const auto& v : context) {
-          cells_md += v + " | ";
-          cells_csv += csv_cell(v) + ",";
-        }
-        c.pairs_csv += cells_csv + csv_cell(arms[other].label) + "," + csv_cell(arms[ref].label) + "," +
-                       stats_cells(st) + "\n";
-        pairs_md += "| " + cells_md + arms[other].label + " | " + arms[ref].label + " | " + mean_sd(st, true) +
-                    " | " + interval(st, true) + " | " + std::to_string(st.n) + " |\n";
-      }
-    }
-
+  std::string arms_md, pairs_md;
+  std::tie(c.arms_csv, arms_md) = arm_tables(p, what);
+  std::tie(c.pairs_csv, pairs_md) = pair_tables(p, &sweeps.front());
   std::string names, command = "biaslab compare";
   for (size_t i = 0; i < sweeps.size(); ++i) {
     names += (i == 0 ? "" : i + 1 == sweeps.size() ? " and " : ", ") + sweeps[i].plan.name;
@@ -252,13 +308,13 @@ Comparison compare_sweeps(const std::vector<fs::path>& dirs, const std::string& 
   command += " --metric " + m + (out_dir.empty() ? "" : " --out .");
   std::string md = "# Paired comparison: " + names + "\n\n";
   md += "Metric: " + what + ". Reference: " + sweeps.front().plan.name + ". Runs are paired when they have the same " +
-        joined(seeds) + (context_keys.empty() ? "" : " and the same " + joined(context_keys)) +
+        joined(p.seeds) + (p.context_keys.empty() ? "" : " and the same " + joined(p.context_keys)) +
         "; each difference is a run of a compared sweep minus its pair in the reference sweep, so the seed-to-seed "
         "variation both share cancels. An interval that excludes 0 is a difference the seeds agree on.\n\n";
   md += "## Runs\n\n" + arms_md + "\n## Paired differences\n\n" + pairs_md + "\n";
-  if (!left_out.empty()) {
+  if (!p.left_out.empty()) {
     md += "## Left out\n\n";
-    for (const auto& l : left_out) md += "- " + l + "\n";
+    for (const auto& l : p.left_out) md += "- " + l + "\n";
     md += "\n";
   }
   md += "Reproduce" + std::string(out_dir.empty() ? "" : ", from this folder") + ": `" + command + "`\n";
