@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "core/fs.h"
+#include "config/suggest.h"
 #include "core/output_folder.h"
 #include "sweep/report_internal.h"
 
@@ -19,8 +20,10 @@ namespace fs = std::filesystem;
 namespace biaslab::sweep {
 namespace {
 
+using detail::ci_text;
 using detail::csv_cell;
-using detail::pct;
+using detail::mean_sd_text;
+using detail::non_seed_axes;
 using detail::value_of;
 
 struct Sweep {
@@ -30,48 +33,13 @@ struct Sweep {
   std::vector<std::string> own_keys;  ///< non-seed axes the other sweeps lack: they name the arms
 };
 
-std::vector<std::string> non_seed_axes(const Plan& plan) {
-  std::vector<std::string> out;
-  for (const auto& k : plan.axes)
-    if (!is_replicate_key(k)) out.push_back(k);
-  return out;
-}
-
-std::vector<std::string> seed_axes(const Plan& plan) {
-  std::vector<std::string> out;
-  for (const auto& k : plan.axes)
-    if (is_replicate_key(k)) out.push_back(k);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s.empty() ? "none" : s;
-}
+// "a, b", or "none".
+std::string joined(const std::vector<std::string>& v) { return v.empty() ? "none" : join(v); }
 
 std::string run_path(const Sweep& s, const RunResult& r) { return (s.dir / "runs" / r.run->name).string(); }
 
-std::string num(double v) { return fmt::format("{:.6g}", v); }
-std::string signed_points(double v) { return fmt::format("{:+.2f}", 100 * v); }
-
-// "mean ± sd", "[low, high]" (empty cells where n is too small), in percent.
-std::string mean_sd(const Stats& s, bool is_difference) {
-  if (s.n == 0) return "n/a";
-  const std::string m = is_difference ? signed_points(s.mean) : pct(s.mean);
-  return s.n > 1 ? m + " ± " + pct(s.sd) : m;
-}
-std::string interval(const Stats& s, bool is_difference) {
-  if (s.n < 2) return "";
-  const auto f = [&](double v) { return is_difference ? signed_points(v) : pct(v); };
-  return "[" + f(s.mean - s.ci95_half) + ", " + f(s.mean + s.ci95_half) + "]";
-}
 // The CSV cells n,mean,sd,ci95_low,ci95_high (fractions).
-std::string stats_cells(const Stats& s) {
-  return fmt::format("{},{},{},{},{}", s.n, s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "",
-                     s.n > 1 ? num(s.mean - s.ci95_half) : "", s.n > 1 ? num(s.mean + s.ci95_half) : "");
-}
+std::string stats_cells(const Stats& s) { return std::to_string(s.n) + "," + detail::stats_csv(s); }
 
 // How `dir` is written in the reproduce line: relative to `out_dir` when there is one.
 std::string shown_path(const fs::path& dir, const fs::path& out_dir) {
@@ -102,17 +70,24 @@ std::deque<Sweep> read_sweeps(const std::vector<fs::path>& dirs) {
   return sweeps;
 }
 
+// A sweep's seed axes as a set (sorted), to compare with another sweep's.
+std::vector<std::string> sorted_seed_axes(const Plan& plan) {
+  std::vector<std::string> seeds = detail::seed_axes(plan);
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
 // The seed axes that pair the runs: every sweep must have the same ones.
 std::vector<std::string> common_seed_axes(const std::deque<Sweep>& sweeps) {
   const Sweep& ref = sweeps.front();
-  const std::vector<std::string> seeds = seed_axes(ref.plan);
+  const std::vector<std::string> seeds = sorted_seed_axes(ref.plan);
   if (seeds.empty())
     throw ConfigError("compare: " + ref.dir.string() + " (sweep '" + ref.plan.name +
                       "') has no seed axis (runtime.seed): its runs cannot be paired with another sweep's");
   for (const auto& s : sweeps)
-    if (seed_axes(s.plan) != seeds)
+    if (sorted_seed_axes(s.plan) != seeds)
       throw ConfigError("compare: " + s.dir.string() + " (sweep '" + s.plan.name + "') has the seed axes [" +
-                        joined(seed_axes(s.plan)) + "], " + ref.dir.string() + " has [" + joined(seeds) +
+                        joined(sorted_seed_axes(s.plan)) + "], " + ref.dir.string() + " has [" + joined(seeds) +
                         "]: runs are paired by the same seed values, so both need the same seed axes");
   return seeds;
 }
@@ -140,7 +115,6 @@ struct Entry {
   size_t arm;
   std::vector<std::string> context, replicate;
   const RunResult* result;
-  const Sweep* sweep;
 };
 
 // Every run of every sweep, sorted into arms (in sweep order, then plan order), contexts
@@ -180,7 +154,7 @@ Pairing sort_runs(const std::deque<Sweep>& sweeps, std::vector<std::string> seed
       else if (!std::isfinite(r.metric))
         p.left_out.push_back(run + " (its summary.json has no " + metric + ")");
       else
-        p.entries.push_back(Entry{arm, context, replicate, &r, &s});
+        p.entries.push_back(Entry{arm, context, replicate, &r});
     }
   // Arms of two sweeps with the same name are told apart by their sweep's name.
   std::map<std::string, int> uses;
@@ -201,7 +175,7 @@ std::vector<double> paired_diffs(const Pairing& p, size_t ref, size_t other, con
         throw ConfigError(fmt::format(
             "compare: {} and {} have the same seed but were tested on different data ({} with {} test images "
             "vs {} with {}): their accuracies cannot be paired",
-            run_path(*a.sweep, *a.result), run_path(*b.sweep, *b.result), a.result->dataset, a.result->test_size,
+            run_path(*p.arms[ref].sweep, *a.result), run_path(*p.arms[other].sweep, *b.result), a.result->dataset, a.result->test_size,
             b.result->dataset, b.result->test_size));
       diffs.push_back(b.result->metric - a.result->metric);
     }
@@ -248,8 +222,8 @@ std::pair<std::string, std::string> arm_tables(const Pairing& p, const std::stri
       const ContextCells row = context_row(context);
       const std::string& sweep = p.arms[a].sweep->plan.name;
       csv += row.csv + csv_cell(p.arms[a].label) + "," + csv_cell(sweep) + "," + stats_cells(st) + "\n";
-      md += "| " + row.md + p.arms[a].label + " | " + sweep + " | " + mean_sd(st, false) + " | " +
-            interval(st, false) + " | " + std::to_string(st.n) + " |\n";
+      md += "| " + row.md + p.arms[a].label + " | " + sweep + " | " + mean_sd_text(st, false) + " | " +
+            ci_text(st, false) + " | " + std::to_string(st.n) + " |\n";
     }
   return {csv, md};
 }
@@ -271,8 +245,8 @@ std::pair<std::string, std::string> pair_tables(const Pairing& p, const Sweep* r
         const ContextCells row = context_row(context);
         csv += row.csv + csv_cell(p.arms[other].label) + "," + csv_cell(p.arms[ref].label) + "," + stats_cells(st) +
                "\n";
-        md += "| " + row.md + p.arms[other].label + " | " + p.arms[ref].label + " | " + mean_sd(st, true) + " | " +
-              interval(st, true) + " | " + std::to_string(st.n) + " |\n";
+        md += "| " + row.md + p.arms[other].label + " | " + p.arms[ref].label + " | " + mean_sd_text(st, true) + " | " +
+              ci_text(st, true) + " | " + std::to_string(st.n) + " |\n";
       }
     }
   return {csv, md};

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "config/suggest.h"
 #include "core/errors.h"
 #include "core/fs.h"
 #include "core/input_file.h"
@@ -31,6 +32,40 @@ std::string value_of(const PlannedRun& run, const std::string& key) {
 }
 
 std::string pct(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", 100 * v) : "n/a"; }
+
+std::string signed_pct(double v) { return fmt::format("{:+.2f}", 100 * v); }
+
+std::string stats_csv(const Stats& s) {
+  const auto num = [](double v) { return fmt::format("{:.6g}", v); };
+  return fmt::format("{},{},{},{}", s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "",
+                     s.n > 1 ? num(s.mean - s.ci95_half) : "", s.n > 1 ? num(s.mean + s.ci95_half) : "");
+}
+
+std::string mean_sd_text(const Stats& s, bool difference) {
+  if (s.n == 0) return "n/a";
+  const std::string mean = difference ? signed_pct(s.mean) : pct(s.mean);
+  return s.n > 1 ? mean + " ± " + pct(s.sd) : mean;
+}
+
+std::string ci_text(const Stats& s, bool difference) {
+  if (s.n < 2) return "";
+  const auto f = [&](double v) { return difference ? signed_pct(v) : pct(v); };
+  return "[" + f(s.mean - s.ci95_half) + ", " + f(s.mean + s.ci95_half) + "]";
+}
+
+std::vector<std::string> non_seed_axes(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& k : plan.axes)
+    if (!is_replicate_key(k)) out.push_back(k);
+  return out;
+}
+
+std::vector<std::string> seed_axes(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& k : plan.axes)
+    if (is_replicate_key(k)) out.push_back(k);
+  return out;
+}
 
 std::string label(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
   if (keys.size() == 1) return values.front();
@@ -123,9 +158,7 @@ std::string x_key(const Plan& plan) {
 }  // namespace
 
 Plan with_series(Plan plan, const std::string& series) {
-  std::string axes;
-  for (const auto& k : plan.axes)
-    if (!is_replicate_key(k)) axes += (axes.empty() ? "" : ", ") + k;
+  const std::string axes = join(detail::non_seed_axes(plan));
   const auto fail = [&](const std::string& why) {
     throw ConfigError("--series " + series + ": " + why + " (this sweep's axes: " + axes + ")");
   };
@@ -144,8 +177,7 @@ Plan with_series(Plan plan, const std::string& series) {
 
 Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) {
   Grouping g;
-  for (const auto& k : plan.axes)
-    if (!is_replicate_key(k)) g.keys.push_back(k);
+  g.keys = detail::non_seed_axes(plan);
   g.x = x_key(plan);
   std::map<std::vector<std::string>, size_t> index;
   for (const auto& r : results) {

@@ -17,11 +17,9 @@ PairedTables gap_shares(const Plan& plan, const PairedData& d) {
   const std::string& target = plan.report.gap_target;
   if (target.empty() || d.series != plan.report.series) return out;
   const auto num = [](double v) { return fmt::format("{:.6g}", v); };
-  const auto signed_pct = [](double v) { return fmt::format("{:+.2f}", 100 * v); };
   const auto with_ci = [&](const Stats& s) {
     if (s.n == 0) return std::string("n/a");
-    return signed_pct(s.mean) +
-           (s.n > 1 ? " [" + signed_pct(s.mean - s.ci95_half) + ", " + signed_pct(s.mean + s.ci95_half) + "]" : "");
+    return signed_pct(s.mean) + (s.n > 1 ? " " + ci_text(s, true) : "");
   };
   for (const auto& k : d.context_keys) out.csv += csv_cell(k) + ",";
   out.csv +=

@@ -23,6 +23,25 @@ std::string csv_cell(const std::string& s);
 /// A fraction as a percentage with two decimals ("n/a" when not finite).
 std::string pct(double v);
 
+/// A difference of fractions in signed points with two decimals ("+1.25").
+std::string signed_pct(double v);
+
+/// The CSV cells mean,sd,ci95_low,ci95_high of `s` (fractions, 6 significant digits;
+/// empty where n is too small: the mean needs 1 value, the others 2).
+std::string stats_csv(const Stats& s);
+
+/// "mean ± sd" in percent ("n/a" without values, the mean alone with one); the mean
+/// signed (signed_pct) when `difference`.
+std::string mean_sd_text(const Stats& s, bool difference);
+
+/// "[low, high]", the 95% interval in percent ("" with fewer than 2 values); signed when
+/// `difference`.
+std::string ci_text(const Stats& s, bool difference);
+
+/// The sweep's axes that are not seeds / that are, in axis order.
+std::vector<std::string> non_seed_axes(const Plan& plan);
+std::vector<std::string> seed_axes(const Plan& plan);
+
 /// "preset=vit_lite_p4, norm=none" (or the bare value for one key).
 std::string label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
 

@@ -28,9 +28,7 @@ PairedData paired_data(const Plan& plan, const Grouping& g, const std::vector<Ru
   }
   for (const auto& k : g.keys)
     if (k != d.series) d.context_keys.push_back(k);
-  std::vector<std::string> replicate_keys;
-  for (const auto& k : plan.axes)
-    if (is_replicate_key(k)) replicate_keys.push_back(k);
+  const std::vector<std::string> replicate_keys = seed_axes(plan);
   for (const auto& r : results) {
     std::vector<std::string> context, replicate;
     for (const auto& k : d.context_keys) context.push_back(value_of(*r.run, k));
@@ -66,17 +64,11 @@ PairedTables paired_differences(const Plan& plan, const PairedData& d) {
           }
         const Stats s = describe(diffs);
         for (const auto& v : context) out.csv += csv_cell(v) + ",";
-        auto num = [](double v) { return fmt::format("{:.6g}", v); };
-        out.csv += fmt::format("{},{},{},{},{},{},{}\n", csv_cell(values[b]), csv_cell(values[a]), s.n,
-                               s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "", s.n > 1 ? num(s.mean - s.ci95_half) : "",
-                               s.n > 1 ? num(s.mean + s.ci95_half) : "");
+        out.csv += fmt::format("{},{},{},{}\n", csv_cell(values[b]), csv_cell(values[a]), s.n, stats_csv(s));
         if (a != 0) continue;
         out.markdown += "| ";
         for (const auto& v : context) out.markdown += v + " | ";
-        const auto signed_pct = [](double v) { return fmt::format("{:+.2f}", 100 * v); };
-        out.markdown += fmt::format(
-            "{} | {} | {} | {} |\n", values[b], s.n ? signed_pct(s.mean) + (s.n > 1 ? " ± " + pct(s.sd) : "") : "n/a",
-            s.n > 1 ? "[" + signed_pct(s.mean - s.ci95_half) + ", " + signed_pct(s.mean + s.ci95_half) + "]" : "", s.n);
+        out.markdown += fmt::format("{} | {} | {} | {} |\n", values[b], mean_sd_text(s, true), ci_text(s, true), s.n);
       }
   }
   out.markdown = "Per seed (the same seeds and subset draws), " + metric_name(plan.report.metric) + " of each " +

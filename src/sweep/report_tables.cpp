@@ -90,17 +90,15 @@ SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRe
     const std::string size = s.n ? num(grp.train_size, "{:.0f}") : "";
     int failed = 0;
     for (const RunResult* r : grp.runs) failed += r->state == "failed";
-    scsv += fmt::format("{},{},{},{},{},{},{},{}{}\n", grp.family, size, s.n, grp.runs.size(),
-                        s.n ? num(s.mean) : "", s.n > 1 ? num(s.sd) : "", s.n > 1 ? num(s.mean - s.ci95_half) : "",
-                        s.n > 1 ? num(s.mean + s.ci95_half) : "", tuning.tuned ? "," + csv_cell(tuned(grp)) : "");
+    scsv += fmt::format("{},{},{},{},{}{}\n", grp.family, size, s.n, grp.runs.size(), stats_csv(s),
+                        tuning.tuned ? "," + csv_cell(tuned(grp)) : "");
     const RunResult* any = nullptr;
     for (const RunResult* r : grp.runs)
       if (r->complete) any = r;
     md += "| ";
     for (const auto& v : grp.values) md += v + " | ";
     md += fmt::format("{} | {} | {}/{}{} | {} | {} | {} | {} |{}\n", grp.family, size, s.n, grp.runs.size(),
-                      failed ? fmt::format(" ({} failed)", failed) : "", s.n ? pct(s.mean) + (s.n > 1 ? " ± " + pct(s.sd) : "") : "n/a",
-                      s.n > 1 ? "[" + pct(s.mean - s.ci95_half) + ", " + pct(s.mean + s.ci95_half) + "]" : "",
+                      failed ? fmt::format(" ({} failed)", failed) : "", mean_sd_text(s, false), ci_text(s, false),
                       any ? fmt::format("{:.3f} M", any->parameters / 1e6) : "",
                       any ? fmt::format("{:.1f}", any->flops_per_image / 1e6) : "",
                       tuning.tuned ? " " + tuned(grp) + " |" : "");

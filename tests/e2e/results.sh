@@ -19,14 +19,17 @@ for plan in "$SRC"/docs/results/*/plan.json; do
   studies+=("$study")
 done
 ((${#studies[@]} > 0)) || fail "no sweep directory (plan.json) under docs/results/"
-mkdir -p "$WORK/tree"
-for study in "${studies[@]}"; do
+mkdir -p "$WORK/tree/docs/results"
+# extract NAME: docs/results/NAME as committed (HEAD) in a checkout, else as it is, into $WORK/tree.
+extract() {
   if $in_git; then
-    git -C "$SRC" archive HEAD "docs/results/$study" | tar -x -C "$WORK/tree"
+    git -C "$SRC" archive HEAD "docs/results/$1" | tar -x -C "$WORK/tree"
   else
-    mkdir -p "$WORK/tree/docs/results"
-    cp -r "$SRC/docs/results/$study" "$WORK/tree/docs/results/"
+    cp -r "$SRC/docs/results/$1" "$WORK/tree/docs/results/"
   fi
+}
+for study in "${studies[@]}"; do
+  extract "$study"
   dir="$WORK/tree/docs/results/$study"
   [[ -d $dir/report ]] || fail "docs/results/$study is a sweep directory but has no report/ (run: biaslab report docs/results/$study)"
   # The sweep's own report/, and each committed report-METRIC, report-by-KEY or
@@ -64,11 +67,7 @@ for md in "$SRC"/docs/results/*/compare.md; do
   [[ -f $md ]] || continue
   name=$(basename "$(dirname "$md")")
   $in_git && ! git -C "$SRC" cat-file -e "HEAD:docs/results/$name/compare.md" 2>/dev/null && continue
-  if $in_git; then
-    git -C "$SRC" archive HEAD "docs/results/$name" | tar -x -C "$WORK/tree"
-  else
-    cp -r "$SRC/docs/results/$name" "$WORK/tree/docs/results/"
-  fi
+  extract "$name"
   dir=$WORK/tree/docs/results/$name
   line=$(grep -o 'biaslab compare [^`]* --out \.' "$dir/compare.md") || fail "docs/results/$name/compare.md names no 'biaslab compare ... --out .' command"
   mkdir -p "$WORK/committed_$name" && cp "$dir"/{compare.md,arms.csv,pairs.csv} "$WORK/committed_$name/"
