@@ -3,7 +3,9 @@
 // files written here instead of training (sweep/tuner.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "config/loader.h"
@@ -321,20 +323,41 @@ TEST(SweepTune, ShippedStudiesResolve) {
   EXPECT_GE(tuned, 3);
 }
 
-// configs/sweeps/recipes_transformers.yaml trains every transformer family from
-// configs/recipe_vit_lite_p4.yaml with the family's preset; the shipped per-family
-// recipe files must be exactly that (comments aside), or the sweep's numbers would not be
-// the files' numbers.
-TEST(SweepTune, TransformerRecipeFilesDifferOnlyInThePreset) {
-  const auto body = [](const std::string& preset) {
-    std::istringstream in(read_file(home_dir() / "configs" / ("recipe_" + preset + ".yaml")));
-    std::string out, line;
-    while (std::getline(in, line))
-      if (line.rfind('#', 0) != 0) out += line + "\n";
-    const auto at = out.find("preset: " + preset + ",");
-    EXPECT_NE(at, std::string::npos) << preset;
-    return at == std::string::npos ? out : out.replace(at, 8 + preset.size(), "preset: P");
+// Each shipped transformer recipe, configs/recipe_<family>.yaml, is its family's final
+// run in configs/sweeps/recipes_transformers.yaml: loaded with the sweep's `set` (less the
+// tuned keys, whose value there is only the base the tuning grid scales), it resolves to
+// the committed config of the family's seed-0 run, the learning rate its tuning chose
+// included. Otherwise the files' numbers would not be the sweep's (docs/recipes.md).
+TEST(SweepTune, TransformerRecipeFilesAreTheTunedFinalRuns) {
+  const fs::path results = home_dir() / "docs" / "results" / "recipes_transformers";
+  const SweepSpec spec = load_sweep(home_dir() / "configs" / "sweeps" / "recipes_transformers.yaml");
+  std::set<std::string> tuned;
+  for (const auto& p : spec.tune.params) tuned.insert(p.key);
+  ASSERT_EQ(tuned, std::set<std::string>{"optim.lr"});
+  std::vector<std::string> set;
+  for (const auto& [key, value] : spec.set)
+    if (!tuned.count(key)) set.push_back(key + "=" + value);
+  const auto values = [](const Config& config) {
+    auto v = config_values(config);
+    v.erase(std::remove_if(v.begin(), v.end(), [](const auto& kv) { return kv.first == "name"; }), v.end());
+    return v;
   };
-  const std::string vit = body("vit_lite_p4");
-  for (const std::string p : {"convit_lite_p4", "vit_hybrid_lite", "cct_lite"}) EXPECT_EQ(body(p), vit) << p;
+  // "key: file value != run value" for each key that differs, so a failure names them.
+  const auto differences = [](const auto& file, const auto& run) {
+    std::string out;
+    for (size_t i = 0; i < std::max(file.size(), run.size()); ++i) {
+      const auto f = i < file.size() ? file[i] : std::pair<std::string, std::string>{};
+      const auto r = i < run.size() ? run[i] : std::pair<std::string, std::string>{};
+      if (f != r) out += f.first + ": " + f.second + " != " + r.first + ": " + r.second + "\n";
+    }
+    return out;
+  };
+  LoadOptions stored;
+  stored.resolve_presets = false;
+  for (const std::string family : {"vit_lite_p4", "convit_lite_p4", "vit_hybrid_lite", "cct_lite"}) {
+    SCOPED_TRACE(family);
+    const Config recipe = load_config((home_dir() / "configs" / ("recipe_" + family + ".yaml")).string(), set);
+    const fs::path run = results / "configs" / ("seed=0,family=" + family + ".yaml");
+    EXPECT_EQ(differences(values(recipe), values(load_config(run.string(), {}, stored))), "");
+  }
 }
