@@ -3,7 +3,6 @@
 // files written here instead of training (sweep/tuner.h).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include "core/fs.h"
 #include "sweep/halving.h"
 #include "sweep/ledger.h"
+#include "sweep/plan.h"
 #include "sweep/report.h"
 #include "sweep/spec.h"
 #include "sweep/tuner.h"
@@ -337,27 +337,17 @@ TEST(SweepTune, TransformerRecipeFilesAreTheTunedFinalRuns) {
   std::vector<std::string> set;
   for (const auto& [key, value] : spec.set)
     if (!tuned.count(key)) set.push_back(key + "=" + value);
-  const auto values = [](const Config& config) {
-    auto v = config_values(config);
-    v.erase(std::remove_if(v.begin(), v.end(), [](const auto& kv) { return kv.first == "name"; }), v.end());
-    return v;
-  };
-  // "key: file value != run value" for each key that differs, so a failure names them.
-  const auto differences = [](const auto& file, const auto& run) {
-    std::string out;
-    for (size_t i = 0; i < std::max(file.size(), run.size()); ++i) {
-      const auto f = i < file.size() ? file[i] : std::pair<std::string, std::string>{};
-      const auto r = i < run.size() ? run[i] : std::pair<std::string, std::string>{};
-      if (f != r) out += f.first + ": " + f.second + " != " + r.first + ": " + r.second + "\n";
-    }
-    return out;
-  };
-  LoadOptions stored;
-  stored.resolve_presets = false;
   for (const std::string family : {"vit_lite_p4", "convit_lite_p4", "vit_hybrid_lite", "cct_lite"}) {
     SCOPED_TRACE(family);
-    const Config recipe = load_config((home_dir() / "configs" / ("recipe_" + family + ".yaml")).string(), set);
-    const fs::path run = results / "configs" / ("seed=0,family=" + family + ".yaml");
-    EXPECT_EQ(differences(values(recipe), values(load_config(run.string(), {}, stored))), "");
+    // Named as the sweep names the run, and compared as the sweep decides whether a
+    // stored run config changed.
+    const std::string run = "seed=0,family=" + family;
+    std::vector<std::string> overrides = set;
+    overrides.push_back("name=" + run);
+    const Config recipe = load_config((home_dir() / "configs" / ("recipe_" + family + ".yaml")).string(), overrides);
+    const fs::path stored = results / "configs" / (run + ".yaml");
+    ASSERT_TRUE(fs::exists(stored)) << stored;  // a missing file would not "differ"
+    std::string difference;
+    EXPECT_FALSE(stored_config_differs(stored, to_yaml(recipe), &difference)) << difference;
   }
 }
