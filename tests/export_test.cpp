@@ -100,8 +100,6 @@ ScriptMetadata metadata(const Config& cfg) {
 
 class ExportParity : public ::testing::TestWithParam<Case> {};
 
-}  // namespace
-
 // The exported module, saved and loaded back, gives the native model's logits, and its
 // state holds every native parameter and buffer under the same name with the same values.
 TEST_P(ExportParity, SavedModuleMatchesNativeModel) {
@@ -143,6 +141,8 @@ TEST_P(ExportParity, SavedModuleMatchesNativeModel) {
 
 INSTANTIATE_TEST_SUITE_P(AllFamiliesAndKnobs, ExportParity, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
+
+}  // namespace
 
 // Modules with the same code share one class named after the native module.
 TEST(Export, ModulesOfOneKindShareAClassAndTheCodeIsReadable) {

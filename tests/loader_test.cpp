@@ -146,7 +146,9 @@ TEST(Loader, ShardsTogetherAreTheSingleProcessBatch) {
           EXPECT_TRUE(torch::equal(torch::cat(images), all.images)) << shards << " shards, batch " << i;
           EXPECT_TRUE(torch::equal(torch::cat(labels), all.labels));
           EXPECT_EQ(all.targets.defined(), augment);
-          if (augment) EXPECT_TRUE(torch::equal(torch::cat(targets), all.targets));
+          if (augment) {
+            EXPECT_TRUE(torch::equal(torch::cat(targets), all.targets));
+          }
         }
       }
     }

@@ -45,8 +45,7 @@ void expect_trains_in_bf16(Classifier& model, const torch::Tensor& x) {
   }
 }
 
-}  // namespace
-
+// The parameterised tests share their fixture's anonymous namespace.
 TEST_P(PresetTest, BuildsForwardsAndBackpropagates) {
   torch::manual_seed(0);
   const Config cfg = tiny_config(GetParam());
@@ -65,6 +64,8 @@ TEST_P(PresetTest, BuildsForwardsAndBackpropagates) {
 
 INSTANTIATE_TEST_SUITE_P(AllPresets, PresetTest, ::testing::ValuesIn(list_presets("models")),
                          [](const auto& info) { return info.param; });
+
+}  // namespace
 
 TEST(Models, PresetListIsComplete) {
   const auto presets = list_presets("models");
@@ -196,7 +197,6 @@ void PrintTo(const Knob& k, std::ostream* os) {
   for (const auto& s : k.sets) *os << " " << s;
 }
 class KnobTest : public ::testing::TestWithParam<Knob> {};
-}  // namespace
 
 TEST_P(KnobTest, BuildsForwardsAndBackpropagates) {
   torch::manual_seed(0);
@@ -235,6 +235,8 @@ INSTANTIATE_TEST_SUITE_P(NormAndResidual, KnobTest, ::testing::ValuesIn(knob_val
   }
   return name;
 });
+
+}  // namespace
 
 TEST(Models, ResidualOffRemovesTheSkipPath) {
   // With the residual branch's output forced to zero (zero-init last norm gain), a

@@ -54,7 +54,9 @@ TEST(OpenCVSupport, ImageFoldersAndDecoding) {
   Split split{torch::randint(0, 256, {4, 3, 8, 8}, torch::kUInt8), torch::tensor({0, 1, 0, 1}, torch::kLong)};
   const std::string root = (dir.path() / "folder").string();
   needs_opencv("writing an image folder", [&] { write_image_folder(root, split, {"a", "b"}); });
-  if (!kWithOpenCV) EXPECT_FALSE(fs::exists(root)) << "a refused write must leave nothing behind";
+  if (!kWithOpenCV) {
+    EXPECT_FALSE(fs::exists(root)) << "a refused write must leave nothing behind";
+  }
   FolderReadOptions o;
   o.image_size = 8;
   needs_opencv("reading an image folder", [&] { EXPECT_EQ(read_image_folder(root, o).split.size(), 4); });

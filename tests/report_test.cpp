@@ -147,7 +147,9 @@ TEST(Report, GroupsOverSeedsWithHandComputedStatistics) {
                           "curves_train_fraction=1.0.png"}) {
     const fs::path p = f.layout.root / "report" / png;
     ASSERT_EQ(fs::exists(p), kWithOpenCV) << png;
-    if (kWithOpenCV) EXPECT_EQ(read_file(p).substr(1, 3), "PNG") << png;
+    if (kWithOpenCV) {
+      EXPECT_EQ(read_file(p).substr(1, 3), "PNG") << png;
+    }
   }
   EXPECT_EQ(read_file(f.layout.root / "report" / "report.md").find("![bars.png](bars.png)") != std::string::npos,
             kWithOpenCV);
@@ -174,6 +176,24 @@ void write_min_summary(const Layout& layout, const std::string& run, const std::
 }
 
 }  // namespace
+
+// Before any run finishes, a sweep with a data axis says so instead of heading an empty
+// ranking.
+TEST(Report, AlongADataAxisWithNoResultsSaysSo) {
+  test::TempDir dir;
+  const Layout layout{dir / "sweep"};
+  const Plan plan = prepare_sweep(dir, layout, R"(
+base: base.yaml
+grid:
+  model.preset: [resnet20, vit_lite_p4]
+  data.train_fraction: [0.1, 1.0]
+report: {series: model.preset}
+)");
+  const auto out = write_report(layout, plan, layout.root / "report");
+  EXPECT_NE(out.summary_markdown.find("- No completed runs yet."), std::string::npos) << out.summary_markdown;
+  EXPECT_EQ(out.summary_markdown.find("Ranking by"), std::string::npos) << out.summary_markdown;
+  EXPECT_EQ(out.summary_markdown.find("leads at every"), std::string::npos) << out.summary_markdown;
+}
 
 TEST(Report, WithoutADataAxisReportsEachKeysEffect) {
   test::TempDir dir;

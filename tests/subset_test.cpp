@@ -50,7 +50,9 @@ TEST(Subset, NestedAcrossSizesForOneSeed) {
     spec.fraction = f;
     spec.val_fraction = 0.2;
     auto s = stratified_subset(labels, 10, 11, spec);
-    if (previous.defined()) EXPECT_TRUE(subset_of(previous, s.train)) << "fraction " << f;
+    if (previous.defined()) {
+      EXPECT_TRUE(subset_of(previous, s.train)) << "fraction " << f;
+    }
     EXPECT_FALSE(torch::isin(s.train, s.val).any().item<bool>()) << "val and train overlap";
     previous = s.train;
   }

@@ -320,7 +320,9 @@ TEST(Trainer, EvalTestFinalEvaluatesTheTestSetOnlyAtTheEnd) {
     TrainState s;
     h.fit(s);
     ASSERT_GE(s.history.size(), 2u);
-    if (early) EXPECT_TRUE(s.stopped_early);
+    if (early) {
+      EXPECT_TRUE(s.stopped_early);
+    }
     for (size_t i = 0; i + 1 < s.history.size(); ++i) {
       EXPECT_TRUE(s.history[i].has_val) << i;
       EXPECT_FALSE(s.history[i].has_test) << i;

@@ -86,7 +86,9 @@ Rate bench_training(const Config& cfg, c10::Device device, const BenchSettings& 
   std::optional<LossScaler> scaler;
   if (cfg.train.precision == "fp16") scaler.emplace();
   const auto [x, y] = synthetic_batch(cfg, cfg.train.batch_size, device);
-  const StepOptions options{cfg.train.precision, cfg.train.label_smoothing, false};
+  StepOptions options;
+  options.precision = cfg.train.precision;
+  options.label_smoothing = cfg.train.label_smoothing;
   int64_t nonfinite_steps = 0;
   auto steps = [&, x = x, y = y](int64_t n) {
     for (int64_t i = 0; i < n; ++i) {

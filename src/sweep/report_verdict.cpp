@@ -95,7 +95,11 @@ void verdict_along_x(const Plan& plan, const Grouping& g, const Series& series, 
                          ranked.front().second, previous_leader);
     previous_leader = ranked.front().second;
   }
-  if (out.find("leader changes") == std::string::npos && !previous_leader.empty())
+  if (rankings.empty()) {  // no series has a finished run at any x
+    out += "- No completed runs yet.\n";
+    return;
+  }
+  if (out.find("leader changes") == std::string::npos)
     out += fmt::format("- {} leads at every {} swept.\n", previous_leader, last_component(g.x));
   out += cnn_advantage(g, series, x_at, xs);
   out += "\nRanking by " + metric_name(plan.report.metric) + " (mean over seeds):\n\n";
