@@ -246,6 +246,37 @@ TEST(Trainer, EarlyStoppingOnValidationAccuracy) {
   EXPECT_TRUE(s.history.back().has_val);
 }
 
+// train.early_stop_min_steps: the same run is not stopped before that step; once past it,
+// the usual patience rule applies (here at once: it has long been without a better epoch).
+TEST(Trainer, EarlyStoppingWaitsForMinSteps) {
+  torch::manual_seed(0);
+  Harness first;
+  first.cfg.epochs = 20;
+  first.cfg.early_stop_patience = 2;
+  first.add_val();
+  TrainState s0;
+  first.fit(s0);
+  ASSERT_TRUE(s0.stopped_early);
+  const int64_t steps_per_epoch = first.train->batches_per_epoch();
+  const int64_t min_epochs = int64_t(s0.history.size()) + 4;
+  ASSERT_LT(min_epochs, 20);
+
+  torch::manual_seed(0);
+  Harness h;
+  h.cfg.epochs = 20;
+  h.cfg.early_stop_patience = 2;
+  h.cfg.early_stop_min_steps = min_epochs * steps_per_epoch - steps_per_epoch / 2;  // mid-epoch
+  h.add_val();
+  TrainState s;
+  h.fit(s);
+  EXPECT_TRUE(s.stopped_early);
+  EXPECT_GE(s.step, h.cfg.early_stop_min_steps);
+  // The first evaluation at or past the step, unless a better epoch came later.
+  EXPECT_EQ(int64_t(s.history.size()), std::max(min_epochs, s.best_epoch + 2));
+  EXPECT_GT(int64_t(s.history.size()), int64_t(s0.history.size()));
+  EXPECT_TRUE(s.history.back().has_val);
+}
+
 TEST(Trainer, TopKKeepsTheBestEpochCheckpoints) {
   torch::manual_seed(0);
   Harness h;

@@ -115,6 +115,7 @@ struct TrainConfig {
   int64_t max_consecutive_skips = 10;  ///< with skip: abort after this many in a row
   double ema_decay = 0.0;        ///< EMA of the weights; 0 = off
   int64_t early_stop_patience = 0;  ///< stop after N evaluations without a better val_acc; 0 = off
+  int64_t early_stop_min_steps = 0;  ///< early stopping never stops a run before this many steps
   double label_smoothing = 0.0;
   double grad_clip = 0.0;        ///< max global gradient norm; 0 = off
   int64_t log_every = 50;        ///< steps between log lines when stderr is not a terminal

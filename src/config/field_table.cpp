@@ -305,6 +305,7 @@ void add_train_fields(FieldTable& t, TrainConfig& tr) {
   t.integer("train.max_consecutive_skips", tr.max_consecutive_skips, 1);
   t.number("train.ema_decay", tr.ema_decay, 0.0, 0.999999);
   t.integer("train.early_stop_patience", tr.early_stop_patience, 0);
+  t.integer("train.early_stop_min_steps", tr.early_stop_min_steps, 0);
   t.number("train.label_smoothing", tr.label_smoothing, 0.0, 1.0);
   t.number("train.grad_clip", tr.grad_clip, 0.0, 1e6);
   t.integer("train.log_every", tr.log_every, 1);

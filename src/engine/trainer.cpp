@@ -245,8 +245,14 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   if (rec.has_val) rec.val = run_eval(model_, *val_);
   // train.eval_test: final evaluates the test set only at the run's last evaluation: the
   // last epoch, or this one if its validation accuracy triggers early stopping.
-  const bool stops_here = rec.has_val && cfg_.early_stop_patience > 0 && !(rec.val.acc > state.best_metric) &&
-                          state.epochs_since_best + 1 >= cfg_.early_stop_patience;
+  // Early stopping: `patience` evaluations without a better validation accuracy, and not
+  // before train.early_stop_min_steps (a task whose learning starts late is not stopped
+  // while it sits at chance).
+  auto stop_due = [&](int64_t evaluations_since_best) {
+    return cfg_.early_stop_patience > 0 && evaluations_since_best >= cfg_.early_stop_patience &&
+           state.step >= cfg_.early_stop_min_steps;
+  };
+  const bool stops_here = rec.has_val && !(rec.val.acc > state.best_metric) && stop_due(state.epochs_since_best + 1);
   rec.has_test = rec.evaluated && (cfg_.eval_test != "final" || !rec.has_val || state.step >= total_steps_ || stops_here);
   if (rec.has_test) rec.test = run_eval(model_, test_);
   if (ema_ && rec.evaluated) {
@@ -271,7 +277,7 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   state.epoch_loss_sum = 0.0;
   state.epoch_correct = state.epoch_seen = state.epoch_skipped = 0;
   state.history.push_back(rec);
-  state.stopped_early = cfg_.early_stop_patience > 0 && state.epochs_since_best >= cfg_.early_stop_patience;
+  state.stopped_early = stop_due(state.epochs_since_best);
   state.finished = state.step >= total_steps_ || state.stopped_early;
 
   if (rec.evaluated && !rec.has_test)
