@@ -27,13 +27,25 @@ void fsync_path(const fs::path& path, bool directory) {
   ::close(fd);
 }
 
+// ".NAME.TAG.PID": the hidden temporary that becomes `path` (built by appending: GCC 12
+// warns falsely about `"." + std::string&&` at -O2).
+std::string temporary_name(const fs::path& path, const char* tag) {
+  std::string name = ".";
+  name += path.filename().string();
+  name += '.';
+  name += tag;
+  name += '.';
+  name += std::to_string(::getpid());
+  return name;
+}
+
 }  // namespace
 
 void atomic_write_with(const fs::path& path,
                        const std::function<void(const std::string& tmp_path)>& write) {
   fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   fs::create_directories(dir);
-  fs::path tmp = dir / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  fs::path tmp = dir / temporary_name(path, "tmp");
   try {
     write(tmp.string());
     fsync_path(tmp, false);
@@ -111,7 +123,7 @@ void write_folder_atomically(const fs::path& given, const std::function<void(con
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   fs::create_directories(parent);
   remove_stale_temporaries(parent, path.filename().string());
-  const fs::path tmp = parent / ("." + path.filename().string() + ".partial." + std::to_string(::getpid()));
+  const fs::path tmp = parent / temporary_name(path, "partial");
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {

@@ -195,7 +195,10 @@ std::string runs_csv(const std::vector<RunRow>& rows) {
   out += "\n";
   for (const auto& r : rows) {
     std::string line;
-    for (const auto& c : run_table_columns()) line += (line.empty() ? "" : ",") + quoted(cell(r, c));
+    for (const auto& c : run_table_columns()) {
+      if (!line.empty()) line += ',';
+      line += quoted(cell(r, c));
+    }
     out += line + "\n";
   }
   return out;

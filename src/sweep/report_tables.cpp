@@ -48,7 +48,10 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
          (tuning.tuned ? ",tuned" : "") + "\n";
   for (const auto& r : results) {
     csv += csv_cell(r.run->name);
-    for (const auto& k : plan.keys) csv += "," + csv_cell(value_of(*r.run, k));
+    for (const auto& k : plan.keys) {
+      csv += ',';
+      csv += csv_cell(value_of(*r.run, k));
+    }
     csv += fmt::format(",{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{},{},{},{}\n", r.state, r.family, r.preset,
                        r.complete ? std::to_string(r.parameters) : "", r.complete ? std::to_string(r.flops_per_image) : "",
                        r.complete ? std::to_string(r.train_size) : "", r.complete ? std::to_string(r.images_seen) : "",

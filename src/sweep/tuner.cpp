@@ -71,8 +71,10 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
     c.index = index;
     for (size_t p = 0; p < t.params.size(); ++p) {
       const TuneParam& param = t.params[p];
-      c.label += (p ? "," : "") + short_key(t.params, param.key) + "=" +
-                 (param.times.empty() ? name_part(param.values[index[p]]) : "x" + fmt::format("{:g}", param.times[index[p]]));
+      if (p) c.label += ',';
+      c.label += short_key(t.params, param.key);
+      c.label += '=';
+      c.label += param.times.empty() ? name_part(param.values[index[p]]) : fmt::format("x{:g}", param.times[index[p]]);
     }
     candidates_.push_back(std::move(c));
     for (size_t p = t.params.size(); p-- > 0;) {
