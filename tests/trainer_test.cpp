@@ -230,14 +230,23 @@ TEST(Trainer, ResumingFromAStateMatchesAnUninterruptedRun) {
   EXPECT_EQ(a.step_rows.back().steps, 2);
 }
 
-TEST(Trainer, EarlyStoppingOnValidationAccuracy) {
-  torch::manual_seed(0);
-  Harness h;
+namespace {
+// Up to 20 epochs with early stopping (patience 2) on the validation split, from seed 0.
+TrainState fit_with_early_stopping(Harness& h, int64_t min_steps = 0) {
   h.cfg.epochs = 20;
   h.cfg.early_stop_patience = 2;
+  h.cfg.early_stop_min_steps = min_steps;
   h.add_val();
   TrainState s;
   h.fit(s);
+  return s;
+}
+}  // namespace
+
+TEST(Trainer, EarlyStoppingOnValidationAccuracy) {
+  torch::manual_seed(0);
+  Harness h;
+  const TrainState s = fit_with_early_stopping(h);
   // The task is solved within a few epochs; two epochs without a better val_acc stop it.
   EXPECT_TRUE(s.stopped_early);
   EXPECT_TRUE(s.finished);
@@ -251,11 +260,7 @@ TEST(Trainer, EarlyStoppingOnValidationAccuracy) {
 TEST(Trainer, EarlyStoppingWaitsForMinSteps) {
   torch::manual_seed(0);
   Harness first;
-  first.cfg.epochs = 20;
-  first.cfg.early_stop_patience = 2;
-  first.add_val();
-  TrainState s0;
-  first.fit(s0);
+  const TrainState s0 = fit_with_early_stopping(first);
   ASSERT_TRUE(s0.stopped_early);
   const int64_t steps_per_epoch = first.train->batches_per_epoch();
   const int64_t min_epochs = int64_t(s0.history.size()) + 4;
@@ -263,14 +268,10 @@ TEST(Trainer, EarlyStoppingWaitsForMinSteps) {
 
   torch::manual_seed(0);
   Harness h;
-  h.cfg.epochs = 20;
-  h.cfg.early_stop_patience = 2;
-  h.cfg.early_stop_min_steps = min_epochs * steps_per_epoch - steps_per_epoch / 2;  // mid-epoch
-  h.add_val();
-  TrainState s;
-  h.fit(s);
+  const int64_t min_steps = min_epochs * steps_per_epoch - steps_per_epoch / 2;  // mid-epoch
+  const TrainState s = fit_with_early_stopping(h, min_steps);
   EXPECT_TRUE(s.stopped_early);
-  EXPECT_GE(s.step, h.cfg.early_stop_min_steps);
+  EXPECT_GE(s.step, min_steps);
   // The first evaluation at or past the step, unless a better epoch came later.
   EXPECT_EQ(int64_t(s.history.size()), std::max(min_epochs, s.best_epoch + 2));
   EXPECT_GT(int64_t(s.history.size()), int64_t(s0.history.size()));
