@@ -9,10 +9,12 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <typeinfo>
 
 #include "core/opencv_support.h"
 #include "core/errors.h"
 #include "core/fs.h"
+#include "sweep/ledger.h"
 #include "sweep/plan.h"
 #include "sweep/report.h"
 #include "test_util.h"
@@ -384,4 +386,128 @@ TEST(Report, ConvergenceCheckAndRunsWithAnotherConfig) {
   // A looser criterion: a 10-point gain is not more than 20 points.
   out = write_report(f.layout, f.plan, f.layout.root / "report", ConvergenceRule{0.2, 0.2});
   EXPECT_NE(out.summary_markdown.find("None of the 11 runs judged was"), std::string::npos) << out.summary_markdown;
+}
+
+namespace {
+
+// Every node of `j` (objects and arrays included) as a JSON pointer; of a list of runs
+// only the first, whose shape the others share.
+void node_pointers(const nlohmann::json& j, const nlohmann::json::json_pointer& at,
+                   std::vector<nlohmann::json::json_pointer>& out) {
+  out.push_back(at);
+  if (j.is_object())
+    for (const auto& [k, v] : j.items()) node_pointers(v, at / k, out);
+  if (j.is_array())
+    for (size_t i = 0; i < j.size() && (i == 0 || at.to_string() != "/runs"); ++i) node_pointers(j[i], at / i, out);
+}
+
+// Writes `text` over `file`, then reads the plan and writes the report: either works or
+// refuses with biaslab's own error (a message and an exit status); anything else fails.
+void report_survives(const FakeSweep& f, const fs::path& file, const std::string& text, const std::string& what) {
+  atomic_write(file, text);
+  try {
+    write_report(f.layout, read_plan(f.layout.root), f.dir / "out");
+  } catch (const Error&) {
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << typeid(e).name() << ": " << e.what();
+  }
+}
+
+// Each field of `file` edited in turn: another type or value, removed, an unknown key
+// beside it; and the file truncated. Restored afterwards.
+void fuzz_file(const FakeSweep& f, const fs::path& file) {
+  using json = nlohmann::json;
+  const std::string original = read_file(file);
+  const json doc = json::parse(original);
+  std::vector<json::json_pointer> nodes;
+  node_pointers(doc, json::json_pointer(), nodes);
+  const std::vector<json> replacements = {
+      nullptr, 7, -1, 1.5, true, "", "runtime.seed", "model.preset", "data.train_fraction", "resnet20", "nope",
+      json::array(), json::object(), json::array({json::array({"a", "b"})})};
+  for (const auto& at : nodes) {
+    for (const auto& r : replacements) {
+      json edited = doc;
+      edited[at] = r;
+      report_survives(f, file, edited.dump(), file.filename().string() + " " + at.to_string() + " = " + r.dump());
+    }
+    if (!at.empty()) {
+      json edited = doc;
+      edited[at.parent_pointer()].is_object() ? void(edited[at.parent_pointer()].erase(at.back()))
+                                              : edited[at.parent_pointer()].erase(std::stoul(at.back()));
+      report_survives(f, file, edited.dump(), file.filename().string() + " without " + at.to_string());
+    }
+    if (doc[at].is_object()) {
+      json edited = doc;
+      edited[at]["unknown_key"] = 1;
+      report_survives(f, file, edited.dump(), file.filename().string() + " " + at.to_string() + " + unknown_key");
+    }
+  }
+  for (size_t n : {size_t(0), size_t(1), original.size() / 2, original.size() - 2})
+    report_survives(f, file, original.substr(0, n), file.filename().string() + fmt::format(" cut at {}", n));
+  atomic_write(file, original);
+}
+
+}  // namespace
+
+// A hand-edited plan.json or ledger.json never crashes `report`: every field of a real one
+// edited (wrong type, missing, unknown key, truncated file) gives a report or a refusal.
+TEST(Report, EditedPlanAndLedgerFieldsNeverCrashIt) {
+  FakeSweep f;
+  Ledger ledger(f.layout.ledger());
+  for (const auto& run : f.plan.runs) ledger[run.name].state = "done";
+  ledger[f.plan.runs.back().name] = LedgerEntry{"failed", 3, "data error", 1, "t0", "t1", 2.5, 0};
+  ledger.save();
+  fuzz_file(f, f.layout.plan());
+  fuzz_file(f, f.layout.ledger());
+}
+
+// The edits a user makes on purpose: a seed as x is ignored (with a warning); a key that
+// is not an axis, a gap value the series never takes, a metric no run has, an unknown
+// ledger state are refused naming the file, the field and what was expected.
+TEST(Report, HandEditedReportSettingsAreCheckedByName) {
+  FakeSweep f;
+  const std::string original = read_file(f.layout.plan());
+  const auto edited = [&](const std::string& pointer, const nlohmann::json& value) {
+    nlohmann::json j = nlohmann::json::parse(original);
+    j[nlohmann::json::json_pointer(pointer)] = value;
+    atomic_write(f.layout.plan(), j.dump());
+  };
+  const auto refusal = [&] {
+    try {
+      write_report(f.layout, read_plan(f.layout.root), f.dir / "out");
+    } catch (const CheckpointError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no refusal");
+  };
+  edited("/report/x", "runtime.seed");
+  EXPECT_EQ(read_plan(f.layout.root).report.x, "");
+  EXPECT_NO_THROW(write_report(f.layout, read_plan(f.layout.root), f.dir / "out"));
+  edited("/report/x", "model.depth");
+  EXPECT_NE(refusal().find("plan.json: report.x: 'model.depth' is not an axis of this sweep; expected \"\" or one of: "
+                           "model.preset, runtime.seed, data.train_fraction"),
+            std::string::npos)
+      << refusal();
+  edited("/report/x", "train.eval_every");
+  EXPECT_NE(refusal().find("report.x: 'train.eval_every' varies with another key in a zip group"), std::string::npos)
+      << refusal();
+  edited("/report/gap", {{"baseline", "vit_lite_p4"}, {"target", "resnet50"}});
+  EXPECT_NE(refusal().find("report.gap.target: model.preset is never 'resnet50' in this sweep; expected one of: "
+                           "resnet20, vit_lite_p4"),
+            std::string::npos)
+      << refusal();
+  edited("/report/serie", "model.preset");
+  EXPECT_NE(refusal().find("report.serie: unknown key (did you mean 'series'?)"), std::string::npos) << refusal();
+  edited("/report/metric", "final.tset_acc");
+  EXPECT_NE(refusal().find("metric 'final.tset_acc' (report.metric of plan.json, or --metric): none of the 11 finished "
+                           "runs' summary.json has it (did you mean 'final.test_acc'?); they have: best.test_acc, "
+                           "final.test_acc"),
+            std::string::npos)
+      << refusal();
+  atomic_write(f.layout.plan(), original);
+  atomic_write(f.layout.ledger(), R"({"runs": {"x": {"state": "finished"}}})");
+  EXPECT_NE(refusal().find("ledger.json: runs.x.state: unknown state 'finished'; expected one of: pending, running, "
+                           "done, failed, interrupted"),
+            std::string::npos)
+      << refusal();
 }

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/errors.h"
 #include "core/fs.h"
 
@@ -16,6 +19,10 @@ Ledger::Ledger(std::filesystem::path file) : file_(std::move(file)) {
     for (const auto& [name, e] : j.at("runs").items()) {
       LedgerEntry entry;
       entry.state = e.at("state").get<std::string>();
+      static const std::vector<std::string> kStates = {"pending", "running", "done", "failed", "interrupted"};
+      if (std::find(kStates.begin(), kStates.end(), entry.state) == kStates.end())
+        throw CheckpointError(file_.string() + ": runs." + name + ".state: unknown state '" + entry.state +
+                              "'; expected one of: pending, running, done, failed, interrupted");
       entry.exit_status = e.value("exit_status", 0);
       entry.reason = e.value("reason", "");
       entry.attempts = e.value("attempts", 0);

@@ -173,36 +173,4 @@ void claim_sweep_dir(const Layout& layout) {
   });
 }
 
-Plan read_plan(const fs::path& sweep_dir) {
-  const fs::path file = sweep_dir / "plan.json";
-  if (!fs::exists(file))
-    throw CheckpointError(sweep_dir.string() + ": no plan.json (is this a directory made by `biaslab sweep`?)");
-  try {
-    const json j = json::parse(read_file(file));
-    Plan plan;
-    plan.name = j.at("name").get<std::string>();
-    plan.keys = j.at("keys").get<std::vector<std::string>>();
-    plan.axes = j.at("axes").get<std::vector<std::string>>();
-    plan.report.metric = j.at("report").at("metric").get<std::string>();
-    plan.report.x = j.at("report").at("x").get<std::string>();
-    plan.report.series = j.at("report").at("series").get<std::string>();
-    if (j.at("report").contains("gap")) {
-      plan.report.gap_baseline = j.at("report").at("gap").at("baseline").get<std::string>();
-      plan.report.gap_target = j.at("report").at("gap").at("target").get<std::string>();
-    }
-    if (j.contains("tune")) plan.tune = j.at("tune").dump();
-    for (const auto& r : j.at("runs")) {
-      PlannedRun run;
-      run.name = r.at("name").get<std::string>();
-      for (const auto& kv : r.at("swept")) run.swept.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
-      run.overrides = r.at("overrides").get<std::vector<std::string>>();
-      run.cell = r.value("cell", "");
-      plan.runs.push_back(std::move(run));
-    }
-    return plan;
-  } catch (const json::exception& e) {
-    throw CheckpointError(file.string() + ": unreadable sweep plan: " + e.what());
-  }
-}
-
 }  // namespace biaslab::sweep

@@ -155,6 +155,26 @@ std::string x_key(const Plan& plan) {
   return x;
 }
 
+// A metric that no finished run's summary.json has (a typo such as final.tset_acc, or one
+// the runs never computed, best.val_acc without a validation split) would give a report
+// without numbers: refused, with the accuracies the runs do have.
+void check_metric_found(const Plan& plan, const std::vector<RunResult>& results) {
+  std::set<std::string> have;
+  size_t complete = 0;
+  for (const auto& r : results) {
+    if (!r.complete) continue;
+    ++complete;
+    if (std::isfinite(r.metric)) return;
+    have.insert(r.accuracies.begin(), r.accuracies.end());
+  }
+  if (complete == 0) return;
+  const std::vector<std::string> names(have.begin(), have.end());
+  throw CheckpointError(fmt::format("metric '{}' (report.metric of plan.json, or --metric): none of the {} finished "
+                                    "runs' summary.json has it{}; they have: {}",
+                                    plan.report.metric, complete, did_you_mean(plan.report.metric, names),
+                                    names.empty() ? "no accuracy" : join(names)));
+}
+
 }  // namespace
 
 Plan with_series(Plan plan, const std::string& series) {
@@ -206,6 +226,7 @@ Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) 
 
 ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir, const ConvergenceRule& rule) {
   const std::vector<RunResult> results = collect_results(layout, plan);
+  check_metric_found(plan, results);
   const Grouping g = group_results(plan, results);
   claim_report_folder(out_dir);
   fs::create_directories(out_dir);

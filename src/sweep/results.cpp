@@ -115,6 +115,11 @@ std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan) {
         r.final_test_top5_acc = number_at(s, "final.test_top5_acc");
         r.best_test_acc = number_at(s, "best.test_acc");
         r.best_val_acc = number_at(s, "best.val_acc");
+        for (const std::string section : {"final", "best"})
+          if (s.contains(section) && s.at(section).is_object())
+            for (const auto& [k, v] : s.at(section).items())
+              if (v.is_number() && report_metric_problem(section + "." + k).empty())
+                r.accuracies.push_back(section + "." + k);
       } catch (const json::exception& e) {
         throw CheckpointError(summary_file.string() + ": unreadable: " + e.what());
       }

@@ -35,6 +35,7 @@ struct RunResult {
   double best_val_acc = std::numeric_limits<double>::quiet_NaN();
   double train_time_s = std::numeric_limits<double>::quiet_NaN();
   double wall_time_s = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::string> accuracies;  ///< the final.*_acc and best.*_acc numbers summary.json has
   std::vector<CurvePoint> curve;  ///< evaluated epochs of metrics.csv
   /// Non-empty when the run directory's config.yaml is another experiment than the
   /// sweep's planned configs/RUN.yaml (e.g. a run made by hand with other --set values):
