@@ -70,6 +70,7 @@ void register_sweep(CLI::App& app) {
     bool dry_run = false;
     std::string emit;
     int cpus_per_task = 4;
+    double stop_grace_s = 120;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("sweep", "Run every combination of a sweep file, resumably (one process per run)");
@@ -80,6 +81,10 @@ void register_sweep(CLI::App& app) {
   cmd->add_flag("--retry-failed", args->retry_failed, "run failed runs again (they are skipped otherwise)");
   cmd->add_flag("--force", args->force,
                 "adopt a changed sweep file: runs whose config changed start over (old ones moved to discarded/)");
+  cmd->add_option("--stop-grace", args->stop_grace_s,
+                  "seconds a run may take to checkpoint and exit after SIGTERM when the sweep stops (a signal or "
+                  "its own error) before it is killed with SIGKILL (default 120)")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_flag("--dry-run", args->dry_run, "list the runs and their states; write nothing");
   cmd->add_option("--emit", args->emit, "print one command per run (commands) or write a Slurm array job (slurm)")
       ->check(CLI::IsMember({"commands", "slurm"}));
@@ -135,6 +140,7 @@ void register_sweep(CLI::App& app) {
     options.threads = args->threads;
     options.retry_failed = args->retry_failed;
     options.exe = exe;
+    options.stop_grace = std::chrono::milliseconds(int64_t(args->stop_grace_s * 1000));
     Plan runnable = plan;
     int tuning_failed = 0;
     if (tuner) {

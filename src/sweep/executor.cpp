@@ -128,7 +128,7 @@ class RunPool {
   // record them as interrupted before reporting it.
   ~RunPool() {
     if (running_.empty()) return;
-    children_.signal_all(SIGTERM);
+    children_.terminate(options_.stop_grace);  // SIGKILL to those still running after the grace
     try {
       while (children_.wait()) {
       }
@@ -152,7 +152,7 @@ class RunPool {
     while (!queue_.empty() || !running_.empty()) {
       if (stop_signal() && !forwarded) {
         spdlog::warn("stopping: asking {} running run(s) to checkpoint; {} not started", running_.size(), queue_.size());
-        children_.signal_all(SIGTERM);
+        children_.terminate(options_.stop_grace);
         forwarded = true;
         result_.stopped = true;
         queue_.clear();
@@ -213,9 +213,13 @@ class RunPool {
       finished_seconds_ += seconds;
       ++finished_count_;
       spdlog::info("done   {} in {} ({})", r.name, format_duration(seconds), progress());
-    } else if (code == kExitInterrupted || (result_.stopped && (code == 128 + SIGTERM || code == 128 + SIGINT))) {
+    } else if (code == kExitInterrupted || (result_.stopped && (code == 128 + SIGTERM || code == 128 + SIGINT ||
+                                                                 code == 128 + SIGKILL))) {
+      // SIGKILL while stopping: this sweep's, after the grace; it resumes from its last checkpoint.
       e.state = "interrupted";
-      e.reason = describe_exit(code);
+      e.reason = code == 128 + SIGKILL ? fmt::format("did not stop within {:g} s of SIGTERM; killed",
+                                                     options_.stop_grace.count() / 1000.0)
+                                       : describe_exit(code);
       ++result_.interrupted;
       spdlog::warn("interrupted {} after {}; rerun the sweep to resume it", r.name, format_duration(seconds));
     } else {

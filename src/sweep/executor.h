@@ -4,7 +4,10 @@
 // at a time with the cores divided between them. The caller holds the sweep
 // directory's lock (lock_sweep_dir); execute keeps the ledger, skips finished runs; resumes interrupted ones (also those a dead
 // sweep left "running"); retries failed ones only when asked. SIGINT/SIGTERM stop it
-// gracefully: running runs checkpoint and are recorded as interrupted.
+// gracefully: running runs get SIGTERM, checkpoint and are recorded as interrupted; one
+// still running `stop_grace` later (stuck in a collective or a blocked write) gets
+// SIGKILL. An error of the sweep itself stops its runs the same way before it is reported.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <set>
@@ -21,6 +24,7 @@ struct ExecOptions {
   bool retry_failed = false;
   std::string exe;            ///< the biaslab executable to run
   std::set<std::string> restart;  ///< runs to start over (train --force)
+  std::chrono::milliseconds stop_grace{std::chrono::seconds(120)};  ///< SIGTERM to SIGKILL when stopping
   std::function<void()> on_run_end;  ///< called after each run's end is in the ledger
 };
 
