@@ -70,10 +70,13 @@ void run_bench(const Args& a) {
   if (only.count("loader")) data = load_dataset(cfg.data);
   const InputSpec in = input_spec(cfg.data);
   int64_t params = 0, macs = 0;
+  bool channels_last = false;
   {
     auto model = build_model(cfg.model, in);
     params = count_parameters(*model);
     macs = summarize(*model, in.channels, in.image_size).macs;
+    model->to(device);
+    channels_last = uses_channels_last(cfg, *model);
   }
   const double fwd_flops = 2.0 * double(macs);
   const std::string model_name = cfg.model.preset.empty() ? cfg.model.family : cfg.model.preset;
@@ -83,7 +86,7 @@ void run_bench(const Args& a) {
                              cfg.model.family, params, fwd_flops / 1e6);
     std::cout << fmt::format("  input {}x{}x{}, precision {}, {} thread(s), device {}{}, LibTorch {}\n", in.channels,
                              in.image_size, in.image_size, cfg.train.precision, threads, device.str(),
-                             uses_channels_last(cfg) ? ", channels-last" : "", compat::torch_version());
+                             channels_last ? ", channels-last" : "", compat::torch_version());
     std::cout << fmt::format("  CPU: {}\n", cpu_info().str());
     if (!blas_info().empty()) std::cout << fmt::format("  BLAS: {}\n", blas_info());
     std::cout << fmt::format("  {} warm-up steps, then {} repetitions x {} steps: median (min - max)\n", s.warmup,
@@ -102,7 +105,7 @@ void run_bench(const Args& a) {
               {"blas", blas_info()},
               {"blas_openmp_build", build::kOpenBlasOpenMP},
               {"device", device.str()},
-              {"memory_format", uses_channels_last(cfg) ? "channels_last" : "contiguous"},
+              {"memory_format", channels_last ? "channels_last" : "contiguous"},
               {"libtorch_version", compat::torch_version()},
               {"biaslab_version", build::kVersion},
               {"optim", {{"name", cfg.optim.name}, {"lr", cfg.optim.lr}, {"weight_decay", cfg.optim.weight_decay},

@@ -38,7 +38,7 @@ ClassifierPtr placed_model(const Config& cfg, c10::Device device) {
   torch::manual_seed(uint64_t(cfg.runtime.seed));
   ClassifierPtr model = build_model(cfg.model, input_spec(cfg.data));
   model->to(device);
-  if (uses_channels_last(cfg)) to_channels_last(*model);
+  if (uses_channels_last(cfg, *model)) to_channels_last(*model);
   return model;
 }
 

@@ -37,7 +37,7 @@ EmaModel make_ema(const Config& cfg, Classifier& model, c10::Device device) {
   if (cfg.train.ema_decay <= 0) return out;
   out.shadow = build_model(cfg.model, input_spec(cfg.data));
   out.shadow->to(device);
-  if (uses_channels_last(cfg)) to_channels_last(*out.shadow);
+  if (uses_channels_last(cfg, *out.shadow)) to_channels_last(*out.shadow);
   out.shadow->eval();
   out.ema = std::make_unique<Ema>(model, *out.shadow, cfg.train.ema_decay);
   return out;
@@ -50,7 +50,7 @@ Learner make_learner(const Config& cfg, c10::Device device, bool init_from) {
   // FLOPs per image (2 x multiply-accumulates, as `biaslab summary`), before any training.
   l.flops_per_image = 2 * summarize(*l.model, cfg.data.channels, cfg.data.image_size).macs;
   l.model->to(device);
-  l.channels_last = uses_channels_last(cfg);
+  l.channels_last = uses_channels_last(cfg, *l.model);
   if (l.channels_last) to_channels_last(*l.model);
   l.parameters = count_parameters(*l.model);
   EmaModel averaged = make_ema(cfg, *l.model, device);

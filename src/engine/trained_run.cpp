@@ -132,7 +132,7 @@ EvalReport evaluate_run(const EvalRequest& req) {
       evaluation_context(cfg, summary.is_object() ? summary.value("precision", std::string()) : std::string());
   ClassifierPtr model = trained.model;
   model->to(ctx.device);
-  if (uses_channels_last(cfg)) to_channels_last(*model);  // the layout it was trained and evaluated in
+  if (uses_channels_last(cfg, *model)) to_channels_last(*model);  // the layout it was trained and evaluated in
   Dataset data = load_dataset(cfg.data);
   Loader test(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   report.test = evaluate(*model, test, ctx.device, ctx.precision);

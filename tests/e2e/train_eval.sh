@@ -83,4 +83,18 @@ for r in rows:
 P
 expect_status 2 "--sort: unknown column 'acc'" -- "$BIASLAB" runs . --sort acc
 expect_status 2 "no such folder" -- "$BIASLAB" runs missing
+# oneDNN's AVX2 kernels (Debian's LibTorch) corrupt the heap in the backward pass of a
+# channels-last 1x1 stride-2 convolution with fewer than 8 input channels: here the
+# shortcut of a ResNet with widths [4, 8, 16]. With oneDNN capped at AVX2 (as on a CPU
+# without AVX-512), memory_format auto trains it contiguous; channels_last is refused.
+narrow=(-c "$SRC/configs/fmnist_resnet20.yaml" --set model.widths=[4,8,16] --set data.train_per_class=30
+        --set data.test_fraction=0.02 --set train.steps=20 --set train.batch_size=128 --set train.precision=fp32
+        --set runtime.threads=2)
+# (In channels-last it hung or aborted within 20 steps with glibc's default allocator settings.)
+BIASLAB_MALLOC=system ONEDNN_MAX_CPU_ISA=AVX2 timeout 120 "$BIASLAB" train "${narrow[@]}" --out narrow > narrow.log 2>&1 \
+  || { cat narrow.log; fail "a ResNet with 4-channel shortcuts under oneDNN's AVX2 kernels did not train"; }
+grep -q '"memory_format": "contiguous"' narrow/meta.json || fail "narrow/meta.json: $(cat narrow/meta.json)"
+expect_status 2 "runtime.memory_format: channels_last would crash oneDNN" "layer2.0.downsample.0: 1x1 convolution" -- \
+  env ONEDNN_MAX_CPU_ISA=AVX2 "$BIASLAB" train "${narrow[@]}" --set runtime.memory_format=channels_last --out narrow_cl
+[[ ! -e narrow_cl ]] || fail "a refused memory format left a run directory behind"
 echo "train/eval end-to-end passed"
