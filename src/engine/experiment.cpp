@@ -66,7 +66,9 @@ json run_training(const Config& given, const TrainRequest& req) {
   // the config as given, so the run resumes and compares under its own identity.
   Config cfg = given;
   cfg.train.precision = ctx.precision;
-  check_memory_budget(cfg, /*activations_in_host_memory=*/!ctx.device.is_cuda());
+  // A finished run is "nothing to do" on any machine, a smaller one too.
+  if (req.force || !holds_finished_run(dir))
+    check_memory_budget(cfg, /*activations_in_host_memory=*/!ctx.device.is_cuda());
   Dataset data = load_dataset(cfg.data);
   if (ctx.env.distributed() && data.train.size() < ctx.env.world_size)
     throw ConfigError(fmt::format("data: {} training images cannot be split across {} ranks", data.train.size(),

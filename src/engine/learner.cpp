@@ -24,7 +24,14 @@ std::string init_from_file(Classifier& model, const ModelConfig& m) {
   if (!fs::is_regular_file(m.init_from))
     throw ConfigError("model.init_from: no such file '" + m.init_from +
                       "' (a state dict or TorchScript file; relative paths are from the working directory)");
-  const size_t n = load_state_dict(model, read_state_dict(m.init_from), m.init_skip, m.init_from);
+  size_t n = 0;
+  try {
+    n = load_state_dict(model, read_state_dict(m.init_from), m.init_skip, m.init_from);
+  } catch (const CheckpointError& e) {
+    // The one place a partial load is a choice: say how to make it.
+    throw CheckpointError(std::string(e.what()) + "\n  (model.init_skip lists key prefixes to leave at their "
+                          "initialisation, e.g. [head] or [fc] for a new number of classes)");
+  }
   return fmt::format("model: {} tensors initialised from {}{}; weights fingerprint {}", n, m.init_from,
                      m.init_skip.empty() ? "" : " (kept fresh: " + join(m.init_skip) + ")",
                      weights_fingerprint(model));

@@ -116,7 +116,21 @@ std::string resumed_precision(const PlanRequest& req) {
   return req.precision;
 }
 
+bool finished(const run_dir::ResumePoint& resume, const fs::path& dir) {
+  return resume.state.finished && fs::exists(dir / "summary.json") && resume.checkpoint.filename() == "last.pt";
+}
+
 }  // namespace
+
+bool holds_finished_run(const fs::path& dir) {
+  if (!fs::exists(dir / "summary.json")) return false;
+  try {
+    const std::optional<run_dir::ResumePoint> resume = run_dir::find_resume_point(dir);
+    return resume && finished(*resume, dir);
+  } catch (const Error&) {
+    return false;  // plan_run reports it
+  }
+}
 
 RunPlan plan_run(const PlanRequest& req) {
   const fs::path& dir = req.dir;
@@ -134,7 +148,7 @@ RunPlan plan_run(const PlanRequest& req) {
     throw CheckpointError("--resume " + dir.string() + ": no checkpoint to resume from");
   if (!plan.resume) return plan;
   const run_dir::ResumePoint& resume = *plan.resume;
-  if (resume.state.finished && fs::exists(dir / "summary.json") && resume.checkpoint.filename() == "last.pt") {
+  if (finished(resume, dir)) {
     spdlog::info("{} is already complete ({} steps); nothing to do", dir.string(), resume.state.step);
     plan.action = "complete";
     return plan;

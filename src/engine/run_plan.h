@@ -50,6 +50,11 @@ RunPlan plan_run(const PlanRequest& req);
 /// the other ranks with rank 0's message and status); the others receive it.
 RunPlan agree_on_plan(RunContext& ctx, const std::function<RunPlan()>& decide);
 
+/// True when `dir` holds a finished run, the one case plan_run calls "complete" (summary.json
+/// and a last.pt of the finished state); reads only. Such a rerun has nothing to do, so the
+/// checks of what training would need (memory) do not apply to it.
+bool holds_finished_run(const std::filesystem::path& dir);
+
 /// True when --resume or a directory with checkpoints may make this run a resume (then
 /// model.init_from waits for plan_run's decision).
 bool may_resume(const std::filesystem::path& dir, bool force, bool require_checkpoint);

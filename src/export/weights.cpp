@@ -221,8 +221,6 @@ size_t load_state_dict(torch::nn::Module& model, const StateDict& sd_in, const s
       msg += "\n  unexpected (" + std::to_string(unexpected.size()) + "): " + listing(unexpected);
     if (!wrong_shape.empty())
       msg += "\n  wrong shape (" + std::to_string(wrong_shape.size()) + "): " + listing(wrong_shape);
-    msg += "\n  (model.init_skip lists key prefixes to leave at their initialisation, e.g. [head] or [fc] for a "
-           "new number of classes)";
     throw CheckpointError(msg);
   }
   torch::NoGradGuard no_grad;

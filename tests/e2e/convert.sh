@@ -56,6 +56,9 @@ P
   echo "ok: eval --weights of torchvision's resnet18"
   # Wrong model for the weights: the missing and unexpected keys are named, nothing is written.
   expect_status 5 "tv/vit_b_16.state_dict.pt" "missing" -- "$BIASLAB" convert tv/vit_b_16.state_dict.pt -c resnet18.yaml --out wrong.pt
+  # ... without the hint of model.init_skip, a training key convert has no use for.
+  ! "$BIASLAB" convert tv/vit_b_16.state_dict.pt -c resnet18.yaml --out wrong.pt 2>&1 | grep -q init_skip ||
+    fail "convert's refusal points to model.init_skip"
   [[ ! -e wrong.pt ]] || fail "a refused convert wrote wrong.pt"
 fi
 

@@ -67,7 +67,8 @@ grep -q "initialised from run/export/best.state_dict.pt; weights fingerprint $fi
   || fail "the run did not start from the exported weights (fingerprint $fingerprint): $(grep initialised all_weights/train.log)"
 echo "ok: model.init_from"
 "$BIASLAB" export run --format state_dict --names torchvision --out tv.pt > /dev/null  # ResNets: the same names
-expect_status 5 "the weights do not fit the model" "unexpected (18): layer3.0.bn1.bias" "wrong shape (1): fc.weight (file [10, 32], model [10, 16])" -- \
+expect_status 5 "the weights do not fit the model" "unexpected (18): layer3.0.bn1.bias" "wrong shape (1): fc.weight (file [10, 32], model [10, 16])" \
+  "(model.init_skip lists key prefixes" -- \
   "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set model.widths=[8,16] \
   --set model.layers=[1,1] --set model.init_from=run/export/best.state_dict.pt --out misfit
 [[ ! -e misfit ]] || fail "a refused init_from left a run directory behind"

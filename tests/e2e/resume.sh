@@ -99,6 +99,9 @@ expect_status 2 "--set values change the run's config" -- "$BIASLAB" train --res
 expect_status 2 "holds a run of a different config" "optim" -- train ref --set optim.lr=0.01
 before=$(md5sum ref/*.* ref/checkpoints/*)
 expect_status 0 "already complete" -- train ref
+# ... on a machine too small to train it too: the memory check is for runs that will train.
+expect_status 0 "already complete" -- train ref --set runtime.max_memory_gb=0.001
+expect_status 2 "runtime.max_memory_gb allows" -- train small_machine --set runtime.max_memory_gb=0.001
 [[ $(md5sum ref/*.* ref/checkpoints/*) == "$before" ]] || fail "a complete run was modified"
 
 # Non-finite guard: abort names the step and writes nothing after it; skip counts.
