@@ -108,6 +108,8 @@ void run_bench(const Args& a) {
               {"memory_format", channels_last ? "channels_last" : "contiguous"},
               {"libtorch_version", compat::torch_version()},
               {"biaslab_version", build::kVersion},
+              {"git_commit", build::kGitCommit},
+              {"git_dirty", build::kGitDirty},
               {"optim", {{"name", cfg.optim.name}, {"lr", cfg.optim.lr}, {"weight_decay", cfg.optim.weight_decay},
                          {"momentum", cfg.optim.momentum}, {"nesterov", cfg.optim.nesterov},
                          {"betas", cfg.optim.betas}, {"eps", cfg.optim.eps}}},

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
                  wanted);
   cli::set_command_line(argc, argv);
   CLI::App app{"biaslab: ViTs, ResNets and hybrid CNN-Transformers under one trainer"};
-  app.set_version_flag("--version", std::string(build::kVersion) + " (" + build::kGitCommit + ")");
+  app.set_version_flag("--version", std::string(build::kVersion) + " (" + build::kGitCommit +
+                                        (build::kGitDirty ? ", dirty" : "") + ")");
   app.require_subcommand(1);
   cli::register_train(app);
   cli::register_eval(app);

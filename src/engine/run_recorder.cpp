@@ -116,6 +116,7 @@ void RunRecorder::start(const std::string& given_precision, const std::string& c
   const json execution = execution_json(cfg_, ctx_, learner_.channels_last);
   json meta = execution;
   meta.update({{"biaslab_version", build::kVersion}, {"git_commit", build::kGitCommit},
+               {"git_dirty", build::kGitDirty},
                {"libtorch_version", compat::torch_version()}, {"seed", cfg_.runtime.seed},
                {"subset_seed", cfg_.data.subset_seed}, {"started", now_iso8601()}, {"command", command_line},
                {"determinism", "bitwise reproducible on the CPU for the same config, seed, thread count, number of "

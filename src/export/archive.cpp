@@ -176,7 +176,7 @@ ExportReport export_model(const ExportRequest& req) {
                  {"trained_with", {{"biaslab", trained.biaslab_version},
                                    {"precision", summary.is_object() ? summary.value("precision", cfg.train.precision)
                                                                      : cfg.train.precision}}},
-                 {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit},
+                 {"exported_with", {{"biaslab", build::kVersion}, {"git", build::kGitCommit}, {"git_dirty", build::kGitDirty},
                                     {"libtorch", compat::torch_version()}}}};
   if (foreign) {
     report.meta["converted_from"] = fs::absolute(req.weights).string();
