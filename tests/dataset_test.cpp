@@ -88,3 +88,24 @@ TEST(Dataset, LabelOutOfRangeAndCountMismatch) {
   c.root = (dir / "nope").string();
   EXPECT_NE(data_error(c).find("is not a folder"), std::string::npos);
 }
+
+// summary.json's data.subset_fingerprint: the same subset draw gives the same fingerprint,
+// another subset seed, size or validation share another one.
+TEST(Dataset, SubsetFingerprintNamesTheImagesDrawn) {
+  TempDir dir;
+  DataConfig c = write_dataset(dir, 20);
+  c.train_fraction = 0.5;
+  c.val_fraction = 0.2;
+  const std::string first = load_dataset(c).subset_fingerprint;
+  EXPECT_EQ(first.size(), 16u);
+  EXPECT_EQ(load_dataset(c).subset_fingerprint, first);
+  DataConfig other_seed = c;
+  other_seed.subset_seed = 1;
+  EXPECT_NE(load_dataset(other_seed).subset_fingerprint, first);
+  DataConfig other_size = c;
+  other_size.train_fraction = 1.0;
+  EXPECT_NE(load_dataset(other_size).subset_fingerprint, first);
+  DataConfig no_val = c;
+  no_val.val_fraction = 0.0;
+  EXPECT_NE(load_dataset(no_val).subset_fingerprint, first);
+}

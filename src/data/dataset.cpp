@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/errors.h"
+#include "core/fingerprint.h"
 #include "core/opencv_support.h"
 #if BIASLAB_WITH_OPENCV
 #include <opencv2/imgproc.hpp>
@@ -173,6 +174,19 @@ Source read_source(const DataConfig& cfg) {
   throw DataError("data.format '" + cfg.format + "' is not supported");
 }
 
+namespace {
+std::string subset_fingerprint(const SubsetIndices& sub) {
+  Fingerprint f;
+  for (const torch::Tensor& indices : {sub.train, sub.val}) {
+    const torch::Tensor t = indices.to(torch::kLong).contiguous();
+    const int64_t n = t.numel();
+    f.feed(&n, sizeof n);  // the split's length first: train [a, b] + val [c] differs from train [a] + val [b, c]
+    f.feed(t.data_ptr(), size_t(n) * sizeof(int64_t));
+  }
+  return f.hex();
+}
+}  // namespace
+
 Dataset load_dataset(const DataConfig& cfg) {
   Dataset ds;
   Source src = read_source(cfg);
@@ -194,6 +208,7 @@ Dataset load_dataset(const DataConfig& cfg) {
   if (cfg.val_fraction > 0 && sub.val.numel() == 0)
     throw DataError(train_file + ": data.val_fraction = " + std::to_string(cfg.val_fraction) + " of " +
                     std::to_string(full_train.size()) + " images rounds to an empty validation split");
+  ds.subset_fingerprint = subset_fingerprint(sub);
   ds.train = take(full_train, sub.train);
   if (sub.val.numel() > 0) ds.val = take(full_train, sub.val);
   if (src.val.size() > 0) ds.val = src.val;

@@ -22,6 +22,10 @@ struct Dataset {
   std::vector<std::string> class_names;
   std::vector<std::string> skipped;  ///< undecodable images left out (data.on_bad_image: skip)
   std::vector<double> mean, std;     ///< normalisation: data.mean/std, or computed from `train`
+  /// Which images the subsets took: a fingerprint of the training indices, then the
+  /// validation indices, into the stored training split (summary.json data.subset_fingerprint).
+  /// Equal for runs that trained (and selected) on the same images, whatever their seeds.
+  std::string subset_fingerprint;
 };
 
 /// A dataset as stored, before any subset: what the format readers return, with images

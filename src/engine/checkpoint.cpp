@@ -13,6 +13,7 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/fingerprint.h"
 #include "core/fs.h"
 #include "core/input_file.h"
 #include "core/torch_compat.h"
@@ -168,23 +169,17 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model, co
 }
 
 std::string weights_fingerprint(const torch::nn::Module& module) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  auto feed = [&h](const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  };
+  Fingerprint f;
   auto feed_all = [&](const torch::OrderedDict<std::string, torch::Tensor>& items) {
     for (const auto& item : items) {
-      feed(item.key().data(), item.key().size());
+      f.feed(item.key());
       const auto t = item.value().detach().cpu().contiguous();
-      feed(t.data_ptr(), size_t(t.numel()) * t.element_size());
+      f.feed(t.data_ptr(), size_t(t.numel()) * t.element_size());
     }
   };
   feed_all(module.named_parameters());
   feed_all(module.named_buffers());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return f.hex();
 }
 
 CheckpointContents read_checkpoint_meta(const std::string& path) {

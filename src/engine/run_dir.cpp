@@ -189,6 +189,7 @@ json summary(const Config& cfg, const TrainState& s, const std::string& selectio
             {"train_fraction", cfg.data.train_fraction},
             {"train_per_class", cfg.data.train_per_class},
             {"subset_seed", cfg.data.subset_seed},
+            {"subset_fingerprint", data.subset_fingerprint},
             {"mean", data.mean},
             {"std", data.std},
             {"skipped_images", data.skipped.size()}}},
