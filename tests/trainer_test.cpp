@@ -7,7 +7,10 @@
 
 #include "core/errors.h"
 #include "core/signals.h"
+#include "engine/evaluate.h"
+#include "engine/loaders.h"
 #include "engine/optimizer.h"
+#include "engine/run_dir.h"
 #include "engine/trainer.h"
 
 using namespace biaslab;
@@ -65,6 +68,7 @@ struct Harness {
   std::vector<std::pair<std::string, int64_t>> saved;  // (name, step)
   std::vector<std::string> removed;
   std::unique_ptr<Loader> val;  // optional
+  std::unique_ptr<Loader> train_eval;  // optional
   std::vector<StepLog> step_rows;
 
   Harness() {
@@ -101,6 +105,7 @@ struct Harness {
     cb.remove_checkpoint = [this](const std::string& name) { removed.push_back(name); };
     cb.on_step_log = [this](const StepLog& r) { step_rows.push_back(r); };
     Trainer t(model, *opt, *schedule, *train, val.get(), *test, cfg, torch::kCPU, cb);
+    t.set_train_eval(train_eval.get());
     t.fit(state);
   }
 };
@@ -365,4 +370,40 @@ TEST(Trainer, EvalTestFinalEvaluatesTheTestSetOnlyAtTheEnd) {
     EXPECT_FALSE(back.history.front().has_test);
     EXPECT_TRUE(back.history.back().has_test);
   }
+}
+
+// train.train_eval_size: at every evaluation the training sample is evaluated like the test
+// set (eval mode: the probe's forward counts no call, no augmentation), and what the last
+// record holds is exactly the final model's loss and accuracy on that sample.
+TEST(Trainer, EvaluatesTheTrainingSampleCleanAtEveryEvaluation) {
+  torch::manual_seed(0);
+  Harness h;
+  h.cfg.eval_every = 2;  // epochs 2 and 3 (the last) are evaluated
+  LoaderOptions lo;
+  lo.batch_size = 32;
+  lo.mean = {0.0};
+  lo.std = {1.0};
+  const Split sample = train_eval_sample(make_split(160, 1), 100, 2);
+  EXPECT_NEAR(double(sample.size()), 100.0, 2.0);  // each class rounded on its own
+  h.train_eval = std::make_unique<Loader>(sample, lo);
+  TrainState s;
+  h.fit(s);
+  ASSERT_EQ(s.history.size(), 3u);
+  EXPECT_FALSE(s.history[0].has_train_eval);
+  EXPECT_TRUE(s.history[1].has_train_eval);
+  EXPECT_TRUE(s.history[2].has_train_eval);
+  EXPECT_EQ(h.model.calls, 30);  // one training forward per step, none for evaluation
+  const EvalMetrics again = evaluate(h.model, *h.train_eval, torch::kCPU, "fp32");
+  EXPECT_EQ(s.history[2].train_eval.acc, again.accuracy);
+  EXPECT_EQ(s.history[2].train_eval.loss, again.loss);
+  // Stratified: 50 of each class when the split has them (make_split draws labels at random).
+  const auto counts = torch::bincount(sample.labels);
+  EXPECT_NEAR(counts[0].item<double>() / 100.0, 0.5, 0.1);
+  // The metrics.csv columns and the checkpointed state carry it.
+  const std::string csv = run_dir::metrics_csv(s, false);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "epoch,step,lr,train_loss,train_acc,train_eval_loss,train_eval_acc,val_loss,"
+                                           "val_acc,test_loss,test_acc,skipped_steps");
+  const TrainState back = train_state_from_json(train_state_to_json(s));
+  EXPECT_EQ(back.history[2].train_eval.acc, s.history[2].train_eval.acc);
+  EXPECT_FALSE(back.history[0].has_train_eval);
 }

@@ -108,6 +108,9 @@ struct TrainConfig {
   int64_t eval_batch_size = 512;
   int64_t eval_every = 1;        ///< evaluate every N epochs (and always after the last one)
   std::string eval_test = "every";  ///< every | final: the test set at every evaluation, or at the last only
+  /// Training images evaluated (eval mode, no augmentation) at every evaluation: a fixed
+  /// stratified sample of the run's training subset, all of it when smaller; 0 = off.
+  int64_t train_eval_size = 5000;
   std::string precision = "auto";  ///< auto | fp32 | bf16 (autocast) | fp16 (CUDA autocast + loss scaling); auto: engine/precision.h
   int64_t checkpoint_every = 0;  ///< also write `last` every N steps; 0 = at epoch end only
   int64_t save_top_k = 0;        ///< keep the k best epoch-end checkpoints (epoch-NNNN.pt)

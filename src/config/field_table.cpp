@@ -298,6 +298,7 @@ void add_train_fields(FieldTable& t, TrainConfig& tr) {
   t.integer("train.eval_batch_size", tr.eval_batch_size, 1);
   t.integer("train.eval_every", tr.eval_every, 1);
   t.choice("train.eval_test", tr.eval_test, {"every", "final"});
+  t.integer("train.train_eval_size", tr.train_eval_size, 0);
   t.choice("train.precision", tr.precision, {"auto", "fp32", "bf16", "fp16"});
   t.integer("train.checkpoint_every", tr.checkpoint_every, 0);
   t.integer("train.save_top_k", tr.save_top_k, 0);

@@ -102,6 +102,7 @@ json run_training(const Config& given, const TrainRequest& req) {
   Trainer trainer(*learner.model, *learner.optimizer, schedule, *loaders.train,
                   data.val.size() > 0 ? loaders.val.get() : nullptr, *loaders.test, cfg.train, ctx.device, callbacks,
                   learner.ema.get(), ctx.comm.get());
+  trainer.set_train_eval(loaders.train_eval.get());
   // Resumed from last.prev.pt or best.pt: make `last` the state training continues from
   // (for a finished run, fit() does nothing and this is the final `last`).
   if (recorder && plan.resume && plan.resume->checkpoint.filename() != "last.pt")

@@ -1,6 +1,18 @@
 #include "engine/loaders.h"
 
+#include "data/subset.h"
+
 namespace biaslab {
+
+Split train_eval_sample(const Split& train, int64_t size, int64_t num_classes) {
+  const int64_t n = train.size();
+  if (n <= size) return train;
+  SubsetSpec spec;
+  spec.fraction = double(size) / double(n);
+  // A fixed draw (its own seed, not the run's): the same images at every evaluation.
+  const torch::Tensor idx = stratified_subset(train.labels, num_classes, 0x747261696e5f6576ULL, spec).train;
+  return {train.images.index_select(0, idx), train.labels.index_select(0, idx)};
+}
 
 LoaderOptions loader_options(const Config& cfg, const Dataset& data, int64_t batch, bool train) {
   const DataConfig& d = cfg.data;
@@ -34,6 +46,9 @@ RunLoaders make_run_loaders(const Config& cfg, const Dataset& data, int shard, i
   out.train = std::make_unique<Loader>(data.train, train_options);
   out.val = std::make_unique<Loader>(data.val, loader_options(cfg, data, cfg.train.eval_batch_size, false));
   out.test = std::make_unique<Loader>(data.test, loader_options(cfg, data, cfg.train.eval_batch_size, false));
+  if (cfg.train.train_eval_size > 0)
+    out.train_eval = std::make_unique<Loader>(train_eval_sample(data.train, cfg.train.train_eval_size, cfg.data.num_classes),
+                                              loader_options(cfg, data, cfg.train.eval_batch_size, false));
   return out;
 }
 

@@ -15,9 +15,16 @@ LoaderOptions loader_options(const Config& cfg, const Dataset& data, int64_t bat
 
 struct RunLoaders {
   std::unique_ptr<Loader> train, val, test;
+  /// train.train_eval_size training images, without augmentation (null when 0).
+  std::unique_ptr<Loader> train_eval;
 };
 
-/// Training (shard `shard` of `shards`), validation and test loaders of `data`.
+/// About `size` images of `train` (each class rounded on its own; all of it when smaller):
+/// a stratified sample, the same for every call with the same split (a fixed seed), for
+/// train.train_eval_size.
+Split train_eval_sample(const Split& train, int64_t size, int64_t num_classes);
+
+/// Training (shard `shard` of `shards`), validation, test and train-eval loaders of `data`.
 RunLoaders make_run_loaders(const Config& cfg, const Dataset& data, int shard, int shards);
 
 }  // namespace biaslab

@@ -23,11 +23,19 @@ const std::vector<std::string> kRunFiles = {"config.yaml", "meta.json",   "metri
 // Where a run can resume from, most recent first.
 const std::vector<std::string> kResumeCandidates = {"last.pt", "last.prev.pt", "best.pt"};
 
-std::string csv_header(bool ema, bool top5) {
-  return std::string("epoch,step,lr,train_loss,train_acc,val_loss,val_acc,test_loss,test_acc,") +
-         (top5 ? "val_top5_acc,test_top5_acc," : "") +
+std::string csv_header(bool ema, bool top5, bool train_eval) {
+  return std::string("epoch,step,lr,train_loss,train_acc,") + (train_eval ? "train_eval_loss,train_eval_acc," : "") +
+         "val_loss,val_acc,test_loss,test_acc," + (top5 ? "val_top5_acc,test_top5_acc," : "") +
          (ema ? "ema_val_loss,ema_val_acc,ema_test_loss,ema_test_acc," : "") +
-         (ema && top5 ? "ema_val_top5_acc,ema_test_top5_acc," : "") + "skipped_steps\n";
+         (ema && top5 ? "ema_val_top5_acc,ema_test_top5_acc," : "") +
+         (ema && train_eval ? "ema_train_eval_loss,ema_train_eval_acc," : "") + "skipped_steps\n";
+}
+
+// Train-eval columns when the run evaluated its training sample (train.train_eval_size > 0).
+bool has_train_eval(const TrainState& s) {
+  for (const auto& r : s.history)
+    if (r.has_train_eval) return true;
+  return false;
 }
 
 // Top-5 columns when the run measured top-5 (more than 5 classes).
@@ -54,6 +62,10 @@ json epoch_json(const EpochRecord& r) {
   top5("val_top5_acc", r.has_val, r.val);
   top5("ema_test_top5_acc", r.has_ema && r.has_test, r.ema_test);
   top5("ema_val_top5_acc", r.has_ema && r.has_val, r.ema_val);
+  if (r.has_train_eval) {
+    j.update({{"train_eval_loss", r.train_eval.loss}, {"train_eval_acc", r.train_eval.acc}});
+    if (r.has_ema) j.update({{"ema_train_eval_loss", r.ema_train_eval.loss}, {"ema_train_eval_acc", r.ema_train_eval.acc}});
+  }
   return j;
 }
 
@@ -156,12 +168,15 @@ void remove_stale_temporaries(const fs::path& dir) {
 }
 
 std::string metrics_csv(const TrainState& s, bool ema) {
-  const bool top5 = has_top5(s);
-  std::string out = csv_header(ema, top5);
+  const bool top5 = has_top5(s), train_eval = has_train_eval(s);
+  std::string out = csv_header(ema, top5, train_eval);
   auto top5_cell = [](bool present, const EvalPair& p) { return present && p.has_top5() ? num(p.top5) : ""; };
   for (const auto& r : s.history) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},", r.epoch, r.step, num(r.lr), num(r.train_loss), num(r.train_acc),
-                       r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", r.has_test ? num(r.test.loss) : "",
+    out += fmt::format("{},{},{},{},{},", r.epoch, r.step, num(r.lr), num(r.train_loss), num(r.train_acc));
+    if (train_eval)
+      out += fmt::format("{},{},", r.has_train_eval ? num(r.train_eval.loss) : "",
+                         r.has_train_eval ? num(r.train_eval.acc) : "");
+    out += fmt::format("{},{},{},{},", r.has_val ? num(r.val.loss) : "", r.has_val ? num(r.val.acc) : "", r.has_test ? num(r.test.loss) : "",
                        r.has_test ? num(r.test.acc) : "");
     if (top5) out += top5_cell(r.has_val, r.val) + "," + top5_cell(r.has_test, r.test) + ",";
     if (ema)
@@ -169,6 +184,9 @@ std::string metrics_csv(const TrainState& s, bool ema) {
                          r.has_ema && r.has_test ? num(r.ema_test.loss) : "",
                          r.has_ema && r.has_test ? num(r.ema_test.acc) : "");
     if (ema && top5) out += top5_cell(r.has_val, r.ema_val) + "," + top5_cell(r.has_ema && r.has_test, r.ema_test) + ",";
+    if (ema && train_eval)
+      out += fmt::format("{},{},", r.has_ema && r.has_train_eval ? num(r.ema_train_eval.loss) : "",
+                         r.has_ema && r.has_train_eval ? num(r.ema_train_eval.acc) : "");
     out += fmt::format("{}\n", r.skipped_steps);
   }
   return out;

@@ -53,13 +53,16 @@ void epoch_events(EventWriter& w, const EpochRecord& r) {
   };
   if (r.has_test) pair("test/", r.test);
   if (r.has_val) pair("val/", r.val);
+  if (r.has_train_eval) pair("train_eval/", r.train_eval);
   if (r.has_ema) {
     if (r.has_test) pair("ema_test/", r.ema_test);
     if (r.has_val) pair("ema_val/", r.ema_val);
+    if (r.has_train_eval) pair("ema_train_eval/", r.ema_train_eval);
   }
 }
 // The tags epoch_events writes: a resumed run writes them again from its history.
-const std::vector<std::string> kEpochTags = {"epoch/", "test/", "val/", "ema_test/", "ema_val/"};
+const std::vector<std::string> kEpochTags = {"epoch/",    "test/",           "val/",           "ema_test/",
+                                             "ema_val/", "train_eval/", "ema_train_eval/"};
 
 void step_events(EventWriter& w, const StepLog& r) {
   auto put = [&](const char* tag, double v) {

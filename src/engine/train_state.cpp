@@ -42,6 +42,8 @@ static void to_json(json& j, const EpochRecord& r) {
        {"train_acc", real(r.train_acc)}, {"evaluated", r.evaluated},
        {"has_val", r.has_val}, {"has_test", r.has_test}, {"val", r.val}, {"test", r.test}, {"has_ema", r.has_ema}, {"ema_val", r.ema_val},
        {"ema_test", r.ema_test}, {"skipped_steps", r.skipped_steps}};
+  if (r.has_train_eval)
+    j.update({{"has_train_eval", true}, {"train_eval", r.train_eval}, {"ema_train_eval", r.ema_train_eval}});
 }
 static void from_json(const json& j, EpochRecord& r) {
   r.epoch = j.at("epoch").get<int64_t>();
@@ -58,6 +60,11 @@ static void from_json(const json& j, EpochRecord& r) {
   r.ema_val = j.at("ema_val").get<EvalPair>();
   r.ema_test = j.at("ema_test").get<EvalPair>();
   r.skipped_steps = j.at("skipped_steps").get<int64_t>();
+  r.has_train_eval = j.value("has_train_eval", false);  // absent: off, or a checkpoint from before it
+  if (r.has_train_eval) {
+    r.train_eval = j.at("train_eval").get<EvalPair>();
+    r.ema_train_eval = j.at("ema_train_eval").get<EvalPair>();
+  }
 }
 
 std::string train_state_to_json(const TrainState& s) {

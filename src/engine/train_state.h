@@ -32,6 +32,10 @@ struct EpochRecord {
   EvalPair val, test;
   bool has_ema = false;
   EvalPair ema_val, ema_test;
+  /// train.train_eval_size: the training sample evaluated like the test set (eval mode, no
+  /// augmentation), unlike train_loss/train_acc, running means over the augmented batches.
+  bool has_train_eval = false;
+  EvalPair train_eval, ema_train_eval;
   int64_t skipped_steps = 0;  ///< updates skipped for non-finite values in this epoch
 };
 

@@ -255,11 +255,14 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   const bool stops_here = rec.has_val && !(rec.val.acc > state.best_metric) && stop_due(state.epochs_since_best + 1);
   rec.has_test = rec.evaluated && (cfg_.eval_test != "final" || !rec.has_val || state.step >= total_steps_ || stops_here);
   if (rec.has_test) rec.test = run_eval(model_, test_);
+  rec.has_train_eval = rec.evaluated && train_eval_ && train_eval_->size() > 0;
+  if (rec.has_train_eval) rec.train_eval = run_eval(model_, *train_eval_);
   if (ema_ && rec.evaluated) {
     auto& shadow = static_cast<Classifier&>(ema_->shadow());
     rec.has_ema = true;
     if (rec.has_val) rec.ema_val = run_eval(shadow, *val_);
     if (rec.has_test) rec.ema_test = run_eval(shadow, test_);
+    if (rec.has_train_eval) rec.ema_train_eval = run_eval(shadow, *train_eval_);
   }
   timing.eval_s = seconds_since(eval_start);
 
@@ -280,17 +283,23 @@ void Trainer::end_epoch(TrainState& state, EpochTiming timing) {
   state.stopped_early = stop_due(state.epochs_since_best);
   state.finished = state.step >= total_steps_ || state.stopped_early;
 
+  // The training sample evaluated like the test set: what the model fits, beside the
+  // running mean over augmented batches.
+  const std::string clean = rec.has_train_eval ? fmt::format(" (clean {:.4f} / {:.2f}%)", rec.train_eval.loss,
+                                                             100 * rec.train_eval.acc)
+                                               : "";
   if (rec.evaluated && !rec.has_test)
-    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | val loss {:.4f} acc {:.2f}% (test at the end) | {:.1f}s "
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}%{} | val loss {:.4f} acc {:.2f}% (test at the end) | {:.1f}s "
                  "train + {:.1f}s eval",
-                 rec.epoch, rec.train_loss, 100 * rec.train_acc, rec.val.loss, 100 * rec.val.acc, timing.train_s,
-                 timing.eval_s);
+                 rec.epoch, rec.train_loss, 100 * rec.train_acc, clean, rec.val.loss, 100 * rec.val.acc,
+                 timing.train_s, timing.eval_s);
   else if (!rec.evaluated)
     spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {:.1f}s train (evaluated every {} epochs)", rec.epoch,
                  rec.train_loss, 100 * rec.train_acc, timing.train_s, cfg_.eval_every);
   else
-    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}% | {}test loss {:.4f} acc {:.2f}%{}{}{} | {:.1f}s train ({}) + {:.1f}s eval",
-                 rec.epoch, rec.train_loss, 100 * rec.train_acc,
+    spdlog::info("epoch {}: train loss {:.4f} acc {:.2f}%{} | {}test loss {:.4f} acc {:.2f}%{}{}{} | {:.1f}s train ({}) + "
+                 "{:.1f}s eval",
+                 rec.epoch, rec.train_loss, 100 * rec.train_acc, clean,
                  rec.has_val ? fmt::format("val loss {:.4f} acc {:.2f}% | ", rec.val.loss, 100 * rec.val.acc) : "",
                  rec.test.loss, 100 * rec.test.acc,
                  rec.test.has_top5() ? fmt::format(" top-5 {:.2f}%", 100 * rec.test.top5) : "",

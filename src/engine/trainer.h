@@ -74,6 +74,10 @@ class Trainer {
   /// (runtime.seed; the global generator is reseeded from (seed, step, rank) every step).
   void set_rank_seed(uint64_t seed);
 
+  /// train.train_eval_size: a sample of the training split, evaluated (with the EMA model
+  /// too) at every evaluation; nullptr = none.
+  void set_train_eval(Loader* loader) { train_eval_ = loader; }
+
   /// "val_acc" when there is a validation split, else "test_acc".
   std::string selection_metric() const;
   int64_t total_steps() const { return total_steps_; }
@@ -91,6 +95,7 @@ class Trainer {
   Loader& train_;
   Loader* val_;
   Loader& test_;
+  Loader* train_eval_ = nullptr;
   TrainConfig cfg_;
   c10::Device device_;
   TrainerCallbacks callbacks_;

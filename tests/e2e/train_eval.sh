@@ -16,6 +16,12 @@ check_run() {
   rows=$(($(wc -l < "$dir/metrics.csv") - 1))
   [[ $rows == 3 ]] || fail "$dir/metrics.csv has $rows epoch rows, expected 3"
   head -1 "$dir/metrics.csv" | grep -q ",test_acc,val_top5_acc,test_top5_acc," || fail "$dir/metrics.csv: no top-5 columns"
+  # The training subset (3,000 images, under train.train_eval_size) evaluated clean at every epoch.
+  head -1 "$dir/metrics.csv" | grep -q "^epoch,step,lr,train_loss,train_acc,train_eval_loss,train_eval_acc," \
+    || fail "$dir/metrics.csv: no train_eval columns: $(head -1 "$dir/metrics.csv")"
+  python3 -c "import json; f = json.load(open('$dir/summary.json'))['final']; assert 0 < f['train_eval_acc'] <= 1, f" \
+    || fail "$dir/summary.json: no final.train_eval_acc"
+  grep -q "acc [0-9.]*% (clean [0-9.]* / [0-9.]*%)" "$dir/train.log" || fail "$dir/train.log: no clean training accuracy"
   python3 -c "import json; f = json.load(open('$dir/summary.json'))['final']; assert f['test_top5_acc'] >= f['test_acc'], f" \
     || fail "$dir/summary.json: no final.test_top5_acc"
   "$BIASLAB" eval "$dir" --json > "$dir/eval.json"
