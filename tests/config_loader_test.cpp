@@ -343,4 +343,11 @@ TEST(ConfigLoader, EvalTestFinalNeedsAValidationSplit) {
   EXPECT_EQ(load_config_text(kResnet, "exp.yaml", {"train.eval_test=final", "data.val_fraction=0.1"}).train.eval_test,
             "final");
   EXPECT_NE(error_of(kResnet, {"train.eval_test=last"}).find("not a valid choice"), std::string::npos);
+  // A validation split of N per class serves as well; the two ways of asking for one exclude each other.
+  EXPECT_EQ(load_config_text(kResnet, "exp.yaml", {"train.eval_test=final", "data.val_per_class=10"}).train.eval_test,
+            "final");
+  const std::string both = error_of(kResnet, {"data.val_fraction=0.1", "data.val_per_class=10"});
+  EXPECT_NE(both.find("data.val_per_class: set either data.val_fraction or data.val_per_class, not both"),
+            std::string::npos)
+      << both;
 }

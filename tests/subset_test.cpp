@@ -79,3 +79,31 @@ TEST(Subset, ValidationIsStratifiedAndDisjoint) {
   EXPECT_EQ(s.train.numel() + s.val.numel(), labels.numel());
   for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(count_class(labels, s.val, c), std::llround(0.1 * (20 + c)));
 }
+
+// data.val_per_class: k of each class from the end of its permutation. The training subset
+// is exactly the one drawn without validation (so sizes stay nested and a run with a small
+// validation split trains on the images of one without), validation splits of different k
+// are nested, and the two never overlap; a training share that does not fit leaves the rest.
+TEST(Subset, ValidationPerClassFromTheTailKeepsTheTrainingDraw) {
+  torch::manual_seed(1);
+  auto labels = make_labels();
+  for (double fraction : {0.1, 0.5}) {
+    SubsetSpec plain, small, large;
+    plain.fraction = small.fraction = large.fraction = fraction;
+    small.val_per_class = 2;
+    large.val_per_class = 5;
+    const auto p = stratified_subset(labels, 10, 4, plain);
+    const auto s = stratified_subset(labels, 10, 4, small);
+    const auto l = stratified_subset(labels, 10, 4, large);
+    EXPECT_TRUE(torch::equal(s.train, p.train)) << fraction;
+    EXPECT_TRUE(torch::equal(l.train, p.train)) << fraction;
+    EXPECT_TRUE(subset_of(s.val, l.val)) << fraction;
+    EXPECT_FALSE(torch::isin(l.val, l.train).any().item<bool>()) << fraction;
+    for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(count_class(labels, l.val, c), 5) << "class " << c;
+  }
+  SubsetSpec all;
+  all.val_per_class = 5;
+  const auto a = stratified_subset(labels, 10, 4, all);
+  for (int64_t c = 0; c < 10; ++c) EXPECT_EQ(count_class(labels, a.train, c), 20 + c - 5) << "class " << c;
+  EXPECT_FALSE(torch::isin(a.val, a.train).any().item<bool>());
+}

@@ -112,12 +112,14 @@ void check_training(const Config& c, const Checker& k) {
             "an empty prefix would skip every key");
   k.require(d.train_fraction == 1.0 || d.train_per_class == 0, "data.train_per_class",
             "set either data.train_fraction or data.train_per_class, not both");
-  k.require(c.train.early_stop_patience == 0 || d.val_fraction > 0.0, "train.early_stop_patience",
-            "early stopping needs a validation split: set data.val_fraction > 0 (stopping on the test set would "
-            "leak it into model selection)");
-  k.require(c.train.eval_test == "every" || d.val_fraction > 0.0, "train.eval_test",
+  k.require(d.val_fraction == 0.0 || d.val_per_class == 0, "data.val_per_class",
+            "set either data.val_fraction or data.val_per_class, not both");
+  k.require(c.train.early_stop_patience == 0 || d.has_val_split(), "train.early_stop_patience",
+            "early stopping needs a validation split: set data.val_fraction > 0 or data.val_per_class > 0 (stopping "
+            "on the test set would leak it into model selection)");
+  k.require(c.train.eval_test == "every" || d.has_val_split(), "train.eval_test",
             "'final' evaluates the test set only at the end, so the validation split must choose the best epoch: "
-            "set data.val_fraction > 0");
+            "set data.val_fraction > 0 or data.val_per_class > 0");
   k.require(c.optim.betas.size() == 2 && c.optim.betas[0] < 1.0 && c.optim.betas[1] < 1.0,
             "optim.betas", "expected two numbers in [0, 1)");
   const std::string& dev = c.runtime.device;

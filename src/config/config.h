@@ -74,6 +74,11 @@ struct DataConfig {
   int64_t train_per_class = 0;   ///< 0 = use train_fraction; else N images per class
   int64_t subset_seed = 0;       ///< seed of the subset draws, independent of runtime.seed
   double val_fraction = 0.0;     ///< stratified share of the training set held out for validation
+  /// When > 0 (instead of val_fraction): N images of each class held out for validation from
+  /// the end of its permutation, so the training subset is the one a run without validation
+  /// draws (nested across sizes and validation sizes), and the split can follow the subset.
+  int64_t val_per_class = 0;
+  bool has_val_split() const { return val_fraction > 0.0 || val_per_class > 0; }
   double test_fraction = 1.0;    ///< stratified share of the test set (smoke tests only)
   std::vector<double> random_resized_crop;  ///< [min, max] area share; [] = off
   int64_t crop_padding = 0;      ///< random crop after zero padding by this many pixels; 0 = off

@@ -264,6 +264,7 @@ void add_data_fields(FieldTable& t, DataConfig& d) {
   t.integer("data.train_per_class", d.train_per_class, 0, true);
   t.integer("data.subset_seed", d.subset_seed, 0);
   t.number("data.val_fraction", d.val_fraction, 0.0, 0.9);
+  t.integer("data.val_per_class", d.val_per_class, 0);
   t.number("data.test_fraction", d.test_fraction, 0.0, 1.0, true);
   t.list("data.random_resized_crop", d.random_resized_crop, "numbers", 0.0);
   t.integer("data.crop_padding", d.crop_padding, 0);

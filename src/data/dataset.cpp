@@ -192,20 +192,23 @@ Dataset load_dataset(const DataConfig& cfg) {
   Source src = read_source(cfg);
   Split& full_train = src.train;
   Split& full_test = src.test;
-  if (src.val.size() > 0 && cfg.val_fraction > 0)
-    throw DataError(cfg.root + ": has a val/ folder and data.val_fraction is " + std::to_string(cfg.val_fraction) +
-                    "; use one validation split (set data.val_fraction: 0 to use the folder)");
+  const std::string holdout = cfg.val_per_class > 0 ? "data.val_per_class = " + std::to_string(cfg.val_per_class)
+                                                    : "data.val_fraction = " + std::to_string(cfg.val_fraction);
+  if (src.val.size() > 0 && cfg.has_val_split())
+    throw DataError(cfg.root + ": has a val/ folder and " + holdout +
+                    "; use one validation split (set data.val_fraction and data.val_per_class to 0 to use the folder)");
 
   SubsetSpec spec;
   spec.val_fraction = cfg.val_fraction;
+  spec.val_per_class = cfg.val_per_class;
   spec.fraction = cfg.train_fraction;
   spec.per_class = cfg.train_per_class;
   auto sub = stratified_subset(full_train.labels, cfg.num_classes, uint64_t(cfg.subset_seed), spec);
   const std::string& train_file = src.train_name;
   if (sub.train.numel() == 0)
-    throw DataError(train_file + ": no training images left after holding out data.val_fraction = " +
-                    std::to_string(cfg.val_fraction) + " of " + std::to_string(full_train.size()));
-  if (cfg.val_fraction > 0 && sub.val.numel() == 0)
+    throw DataError(train_file + ": no training images left after holding out " + holdout + " of " +
+                    std::to_string(full_train.size()));
+  if (cfg.has_val_split() && sub.val.numel() == 0)
     throw DataError(train_file + ": data.val_fraction = " + std::to_string(cfg.val_fraction) + " of " +
                     std::to_string(full_train.size()) + " images rounds to an empty validation split");
   ds.subset_fingerprint = subset_fingerprint(sub);

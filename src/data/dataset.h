@@ -17,7 +17,7 @@ struct Split {
 
 struct Dataset {
   Split train;
-  Split val;   ///< empty unless data.val_fraction > 0
+  Split val;   ///< empty unless data.val_fraction or data.val_per_class > 0 (or a val/ folder)
   Split test;
   std::vector<std::string> class_names;
   std::vector<std::string> skipped;  ///< undecodable images left out (data.on_bad_image: skip)

@@ -14,6 +14,10 @@ struct SubsetSpec {
   double val_fraction = 0.0;    ///< share of each class held out first (validation)
   double fraction = 1.0;        ///< share of each class's remaining images kept
   int64_t per_class = 0;        ///< when > 0, keep this many per class instead
+  /// When > 0 (val_fraction 0): this many of each class for validation, from the END of the
+  /// class's permutation; the training subset is then taken from the whole class, exactly as
+  /// without validation (a share or count of all n), and must leave room for it.
+  int64_t val_per_class = 0;
 };
 
 struct SubsetIndices {

@@ -169,11 +169,14 @@ void Tuner::check() const {
   for (size_t c = 0; c < cells_.size(); ++c) {
     const TuneCell& cell = cells_[c];
     const std::string& val = cell_base_[c].at("data.val_fraction");
-    double v = 0.0;
-    if (!parse_number(val, &v) || !(v > 0))
+    const std::string& per_class = cell_base_[c].at("data.val_per_class");
+    double v = 0.0, k = 0.0;
+    const bool has_val = (parse_number(val, &v) && v > 0) || (parse_number(per_class, &k) && k > 0);
+    if (!has_val)
       throw ConfigError(spec_.file.string() + ": tune: cell '" + cell.name + "' selects on " + spec_.tune.metric +
                         ", but its runs have no validation split (data.val_fraction is " + val +
-                        "); set data.val_fraction in the base config, in set:, or for the tuning runs only in tune.set");
+                        ", data.val_per_class " + per_class + "); set one in the base config, in set:, or for the "
+                        "tuning runs only in tune.set");
     for (size_t k = 0; k < candidates_.size(); ++k) {
       tuning_config(cell, 0, k);
       for (size_t run : cell.runs) {
