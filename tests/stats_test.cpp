@@ -37,3 +37,15 @@ TEST(Stats, TQuantilesMatchTables) {
   EXPECT_NEAR(t_quantile_975(100000), 1.95997, 1e-4);
   EXPECT_THROW(t_quantile_975(0), std::invalid_argument);
 }
+
+// Hand-computed: x = 0, 1, 2 twice, y = 1, 2, 4, 1, 3, 3. Means 1 and 7/3; Sxx = 4,
+// Sxy = 5, slope 1.25, intercept 13/12; residual sum of squares 13/12 on 4 df, so
+// se = sqrt(13/48 / 4) = 0.260208 and the half-width is t(0.975, 4) = 2.7764 times that.
+TEST(Stats, LeastSquaresSlopeWithItsInterval) {
+  const Slope s = fit_slope({0, 1, 2, 0, 1, 2}, {1, 2, 4, 1, 3, 3});
+  EXPECT_EQ(s.n, 6);
+  EXPECT_NEAR(s.slope, 1.25, 1e-12);
+  EXPECT_NEAR(s.ci95_half, 2.7764 * std::sqrt(13.0 / 48.0 / 4.0), 1e-9);
+  EXPECT_EQ(fit_slope({1, 1, 1}, {1, 2, 3}).n, 0);  // one distinct x: no line
+  EXPECT_EQ(fit_slope({1, 2}, {1, 2}).n, 0);        // two points: no interval
+}

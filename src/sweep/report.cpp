@@ -246,7 +246,8 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
   if (tuning.tuned) write("tuning.csv", tuning.csv);
   const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning);
   write("summary.csv", tables.csv);
-  const std::string verdict_md = verdict(plan, g);
+  const std::string slope = detail::gap_slope(plan, g, pairs, results);
+  const std::string verdict_md = verdict(plan, g) + (slope.empty() ? "" : "\nThe gap against the data size:\n\n" + slope);
   out.summary_markdown = tables.markdown + "\n" + verdict_md + "\n" + checks;
   write("summary.md", "# " + plan.name + "\n\n" + out.summary_markdown);
   const std::vector<std::string> images = detail::draw_plots(plan, g, out_dir);

@@ -119,6 +119,13 @@ PairedTables paired_differences(const Plan& plan, const PairedData& data);
 /// replicates that have all three: gap.csv and a Markdown table. Empty when not asked for.
 PairedTables gap_shares(const Plan& plan, const PairedData& data);
 
+/// With a data-size x axis and two series values to pair (report.gap's target minus its
+/// baseline, else the only two values): per configuration of the other keys, the change
+/// of the per-seed paired difference per decade of training images (points), from a
+/// least-squares line on log10(images) with its 95% interval, as Markdown bullets; "" when
+/// it does not apply.
+std::string gap_slope(const Plan& plan, const Grouping& g, const PairedData& data, const std::vector<RunResult>& results);
+
 /// Draws the report's plots into `dir`; their file names, in the order drawn.
 std::vector<std::string> draw_plots(const Plan& plan, const Grouping& g, const std::filesystem::path& dir);
 

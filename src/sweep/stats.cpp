@@ -1,5 +1,6 @@
 #include "sweep/stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -30,6 +31,29 @@ Stats describe(const std::vector<double>& values) {
   s.sd = std::sqrt(ss / (s.n - 1));
   s.ci95_half = t_quantile_975(s.n - 1) * s.sd / std::sqrt(double(s.n));
   return s;
+}
+
+Slope fit_slope(const std::vector<double>& x, const std::vector<double>& y) {
+  Slope out;
+  const size_t n = std::min(x.size(), y.size());
+  if (n < 3) return out;
+  double mx = 0.0, my = 0.0;
+  for (size_t i = 0; i < n; ++i) mx += x[i], my += y[i];
+  mx /= double(n);
+  my /= double(n);
+  double sxx = 0.0, sxy = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (!(sxx > 1e-12 * double(n))) return out;  // one distinct x: no line
+  out.n = int(n);
+  out.slope = sxy / sxx;
+  const double a = my - out.slope * mx;
+  double rss = 0.0;
+  for (size_t i = 0; i < n; ++i) rss += (y[i] - a - out.slope * x[i]) * (y[i] - a - out.slope * x[i]);
+  out.ci95_half = t_quantile_975(int(n) - 2) * std::sqrt(rss / double(n - 2) / sxx);
+  return out;
 }
 
 }  // namespace biaslab::sweep
