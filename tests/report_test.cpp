@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <typeinfo>
 
@@ -526,4 +527,26 @@ TEST(Report, GapPerDecadeOfTrainingImagesWithItsInterval) {
                                       "data (the interval excludes 0).\n"),
             std::string::npos)
       << out.summary_markdown;
+}
+
+// A swept key named like one of the report's own columns (a variant axis `family`, as in
+// recipes_transformers) leaves that column as run_family: no CSV has two columns of one name.
+TEST(Report, NoTwoColumnsShareAName) {
+  FakeSweep f;
+  Plan plan = f.plan;
+  for (auto& k : plan.keys)
+    if (k == "model.preset") k = "family";
+  for (auto& k : plan.axes)
+    if (k == "model.preset") k = "family";
+  for (auto& run : plan.runs)
+    for (auto& [k, v] : run.swept)
+      if (k == "model.preset") k = "family";
+  plan.report.series = "family";
+  write_report(f.layout, plan, f.layout.root / "report");
+  for (const std::string file : {"results.csv", "summary.csv"}) {
+    const auto header = read_csv(f.layout.root / "report" / file).front();
+    std::set<std::string> names(header.begin(), header.end());
+    EXPECT_EQ(names.size(), header.size()) << file;
+    EXPECT_TRUE(names.count("family") && names.count("run_family")) << file;
+  }
 }

@@ -33,6 +33,16 @@ std::string column_stem(std::string metric) {
 const std::vector<std::string> kFixedMetricColumns = {"final_test_acc", "final_test_loss", "final_test_top5_acc",
                                                       "best_test_acc", "best_val_acc"};
 
+// The derived columns after the swept keys, each renamed run_NAME where a swept key (a
+// variant axis, say) already has its name: no two columns of a CSV share a name, which a
+// reader keyed by name would silently merge.
+std::string derived_columns(const std::vector<std::string>& keys, const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names)
+    out += "," + (std::find(keys.begin(), keys.end(), name) != keys.end() ? "run_" + name : name);
+  return out;
+}
+
 }  // namespace
 
 std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
@@ -42,10 +52,15 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
   const std::string metric = column_stem(plan.report.metric);
   const bool metric_column =
       std::find(kFixedMetricColumns.begin(), kFixedMetricColumns.end(), metric) == kFixedMetricColumns.end();
-  csv += ",state,family,preset,parameters,flops_per_image,train_size,images_seen,steps,epochs," +
-         (metric_column ? csv_cell(metric) + "," : std::string()) +
-         "final_test_acc,final_test_loss,final_test_top5_acc,best_epoch,best_test_acc,best_val_acc,train_time_s,process_wall_time_s,reason,still_improving,config_drift" +
-         (tuning.tuned ? ",tuned" : "") + "\n";
+  std::vector<std::string> derived = {"state", "family", "preset", "parameters", "flops_per_image", "train_size",
+                                      "images_seen", "steps", "epochs"};
+  if (metric_column) derived.push_back(metric);
+  for (const std::string name : {"final_test_acc", "final_test_loss", "final_test_top5_acc", "best_epoch",
+                                 "best_test_acc", "best_val_acc", "train_time_s", "process_wall_time_s", "reason",
+                                 "still_improving", "config_drift"})
+    derived.push_back(name);
+  if (tuning.tuned) derived.push_back("tuned");
+  csv += derived_columns(plan.keys, derived) + "\n";
   for (const auto& r : results) {
     csv += csv_cell(r.run->name);
     for (const auto& k : plan.keys) {
@@ -79,8 +94,10 @@ SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRe
   const std::string m = column_stem(plan.report.metric);
   std::string scsv;
   for (const auto& k : g.keys) scsv += csv_cell(k) + ",";
-  scsv += "family,train_size,n,planned," + m + "_mean," + m + "_sd," + m + "_ci95_low," + m + "_ci95_high" +
-          (tuning.tuned ? ",tuned" : "") + "\n";
+  std::vector<std::string> derived = {"family", "train_size", "n", "planned", m + "_mean", m + "_sd", m + "_ci95_low",
+                                      m + "_ci95_high"};
+  if (tuning.tuned) derived.push_back("tuned");
+  scsv += derived_columns(g.keys, derived).substr(1) + "\n";
   std::string md = "| ";
   for (const auto& k : g.keys) md += last_component(k) + " | ";
   md += "family | train images | n | " + metric_name(plan.report.metric) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |" +
