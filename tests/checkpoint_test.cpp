@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "core/errors.h"
 #include "core/fs.h"
@@ -141,4 +144,56 @@ TEST(Checkpoint, AtomicCopyLeavesTheSourceInPlaceAndReplacesTheTarget) {
   EXPECT_EQ(files_under(dir.path()), (std::vector<std::string>{"last.prev.pt", "last.pt"}));
   EXPECT_THROW(atomic_copy(dir / "missing.pt", prev), std::filesystem::filesystem_error);
   EXPECT_EQ(read_file(prev), "step 10");
+}
+
+namespace {
+// One float of `t` moved by one unit in the last place.
+void nudge_one_ulp(torch::Tensor t) {
+  torch::NoGradGuard no_grad;
+  float* p = t.data_ptr<float>();
+  p[0] = std::nextafter(p[0], std::numeric_limits<float>::infinity());
+}
+
+// A flat copy of `source`'s parameters and buffers ('.' in names becomes '_', which
+// register_* requires), with the key `from` renamed `to`.
+struct FlatCopy : torch::nn::Module {
+  FlatCopy(const torch::nn::Module& source, const std::string& from, const std::string& to) {
+    auto flat = [&](std::string name) {
+      std::replace(name.begin(), name.end(), '.', '_');
+      return name == from ? to : name;
+    };
+    for (const auto& p : source.named_parameters()) register_parameter(flat(p.key()), p.value().detach().clone());
+    for (const auto& b : source.named_buffers()) register_buffer(flat(b.key()), b.value().clone());
+  }
+};
+}  // namespace
+
+// The negative control of every bitwise-weights check in the e2e tests: the fingerprint
+// changes when one parameter or buffer value moves by one ulp, or when a key is renamed;
+// and only then.
+TEST(Checkpoint, WeightsFingerprintSeesOneUlpABufferAndAKey) {
+  torch::manual_seed(0);
+  ResNetImpl m = tiny();
+  const std::string before = weights_fingerprint(m);
+  EXPECT_EQ(before.size(), 16u);
+  EXPECT_EQ(weights_fingerprint(m), before);
+  torch::Tensor weight = m.named_parameters()["fc.weight"];
+  const torch::Tensor saved = weight.detach().clone();
+  nudge_one_ulp(weight);
+  EXPECT_NE(weights_fingerprint(m), before) << "one ulp in fc.weight";
+  {
+    torch::NoGradGuard no_grad;
+    weight.copy_(saved);
+  }
+  EXPECT_EQ(weights_fingerprint(m), before);
+  torch::Tensor running_mean = m.named_buffers()["bn1.running_mean"];
+  const torch::Tensor saved_mean = running_mean.clone();
+  nudge_one_ulp(running_mean);
+  EXPECT_NE(weights_fingerprint(m), before) << "one ulp in bn1.running_mean";
+  running_mean.copy_(saved_mean);
+  EXPECT_EQ(weights_fingerprint(m), before);
+  // The same values, one key named otherwise.
+  const FlatCopy a(m, "", ""), b(m, "", ""), renamed(m, "fc_weight", "head_weight");
+  EXPECT_EQ(weights_fingerprint(a), weights_fingerprint(b));
+  EXPECT_NE(weights_fingerprint(renamed), weights_fingerprint(a)) << "fc_weight renamed head_weight";
 }
