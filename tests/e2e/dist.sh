@@ -66,8 +66,8 @@ if [[ -n $TORCHRUN ]]; then
     "$BIASLAB" train "${cfg[@]}" --out torchrun 2> torchrun.log || fail "torchrun run failed: $(tail -20 torchrun.log)"
   compare_losses single.log torchrun.log
   [[ $(json_get torchrun/meta.json '["distributed"]["launcher"]') == torchrun ]] || fail "torchrun run: wrong launcher"
-  [[ $(json_get torchrun/summary.json '["weights_fingerprint"]') == $(json_get nproc/summary.json '["weights_fingerprint"]') ]] \
-    || fail "torchrun and --nproc runs end with different weights"
+  same_value "the final weights of the torchrun and --nproc runs" \
+    "$(json_get torchrun/summary.json '["weights_fingerprint"]')" "$(json_get nproc/summary.json '["weights_fingerprint"]')"
   echo "ok: torchrun --no_python gives the --nproc run's weights bitwise"
 else
   echo "SKIP: torchrun not found next to ${BIASLAB_PYTHON:-/usr/bin/python3} nor on PATH"
@@ -90,8 +90,8 @@ grep -q 'rank 1 was killed by signal 9' killed.log || fail "the launcher did not
 echo "ok: a killed rank stops the run in ${elapsed}s"
 "$BIASLAB" train "${cfg[@]}" "${dp[@]}" --nproc 2 --out killed 2> resumed.log
 grep -q 'resuming killed from .*(step 12' resumed.log || fail "no resume from step 12: $(grep -i resum resumed.log)"
-[[ $(json_get killed/summary.json '["weights_fingerprint"]') == $(json_get uninterrupted/summary.json '["weights_fingerprint"]') ]] \
-  || fail "the resumed distributed run ends with other weights than the uninterrupted one"
+same_value "the final weights of the resumed and the uninterrupted distributed runs" \
+  "$(json_get killed/summary.json '["weights_fingerprint"]')" "$(json_get uninterrupted/summary.json '["weights_fingerprint"]')"
 echo "ok: the killed distributed run resumed to the uninterrupted run's weights"
 
 # SIGTERM to the --nproc launcher (as a scheduler sends it): passed to the ranks, which

@@ -107,8 +107,14 @@ done
 cp -r "$SRC/configs" "$WORK/configs"
 sed -i 's/^set: {/set: {train.batch_size: 96, /' "$WORK/configs/sweeps/$checked_sweep.yaml"
 grep -q 'train.batch_size: 96' "$WORK/configs/sweeps/$checked_sweep.yaml" || fail "could not alter configs/sweeps/$checked_sweep.yaml"
-[[ -z $(done_runs "$WORK/configs/sweeps/$checked_sweep.yaml" "$WORK/tree/docs/results/$checked_sweep" 2>/dev/null) ]] ||
-  fail "an altered configs/sweeps/$checked_sweep.yaml still plans committed runs as done"
+# Asserted on the dry run's own words (done_runs prints nothing for a refusal, a crash and
+# a correct plan alike): the altered file is another definition, which `sweep` refuses to
+# run over the committed directory without --force. (The listing below that line keeps
+# the ledger's states: in a tuned sweep the new definition's cells are not decided yet.)
+altered=$("$BIASLAB" sweep -c "$WORK/configs/sweeps/$checked_sweep.yaml" --out "$WORK/tree/docs/results/$checked_sweep" \
+  --dry-run 2>&1) || fail "sweep --dry-run of the altered configs/sweeps/$checked_sweep.yaml: $altered"
+grep -q '^refused without --force' <<<"$altered" ||
+  fail "the altered configs/sweeps/$checked_sweep.yaml was not refused as another definition: $altered"
 # The comparison can fail: one run's final test accuracy changed in a copy gives other tables.
 # The copy is of the first study with a seeded run (one still tuning has none yet).
 # (Not `find | sort | head`: under pipefail, head closing the pipe early makes sort die of

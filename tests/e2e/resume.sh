@@ -26,7 +26,7 @@ same_as_reference() {
   # Unless train.log_every changed on resume, the per-step rows are the same too.
   [[ ${2:-} == log_every_changed ]] || diff <(step_rows ref) <(step_rows "$dir") ||
     fail "$dir/metrics_steps.csv differs from the uninterrupted run"
-  [[ $(fingerprint "$dir" best) == "$ref_best" ]] || fail "$dir: best.pt weights differ"
+  same_value "$dir: best.pt weights against the uninterrupted run's" "$(fingerprint "$dir" best)" "$ref_best"
   echo "ok: $dir is bitwise identical to the uninterrupted run"
 }
 
@@ -37,8 +37,8 @@ train ref > ref.log 2>&1 || { cat ref.log; fail "reference run failed"; }
 ls ref/checkpoints/epoch-*.pt | wc -l | grep -qx 2 || fail "save_top_k=2 did not keep two epoch checkpoints"
 grep -q '"weights_fingerprint"' ref/summary.json || fail "summary.json lacks the weights fingerprint"
 ref_best=$(fingerprint ref best)
-[[ $(fingerprint ref last) == $(python3 -c "import json; print(json.load(open('ref/summary.json'))['weights_fingerprint'])") ]] \
-  || fail "last.pt weights differ from the fingerprint in summary.json"
+same_value "last.pt's weights against the fingerprint in summary.json" "$(fingerprint ref last)" \
+  "$(python3 -c "import json; print(json.load(open('ref/summary.json'))['weights_fingerprint'])")"
 
 # Each fault kills the first attempt; the same command then resumes and finishes.
 for fault in kill_after_step:6 kill_after_step:8 kill_after_step:9 kill_after_step:18 kill_in_checkpoint:3; do
