@@ -11,6 +11,11 @@
 
 namespace biaslab::test {
 
+bool strict() {
+  const char* v = std::getenv("BIASLAB_STRICT_TESTS");
+  return v != nullptr && std::string(v) == "1";
+}
+
 ::testing::AssertionResult tensors_close(const torch::Tensor& a_in, const torch::Tensor& b_in, double rtol,
                                          double atol) {
   const auto a = a_in.to(torch::kFloat), b = b_in.to(torch::kFloat);

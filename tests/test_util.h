@@ -12,7 +12,22 @@ namespace biaslab::dist {
 class Communicator;
 }
 
+/// A check that needs a Python package this machine lacks: skipped, or a failure under
+/// BIASLAB_STRICT_TESTS=1 (.ci/run), where a missing torch or torchvision is a broken
+/// set-up, not a reason to pass. `reason` is streamed: BIASLAB_SKIP_OR_FAIL(py << " has no torch").
+#define BIASLAB_SKIP_OR_FAIL(reason)                                                                 \
+  switch (0)                                                                                        \
+  case 0:                                                                                           \
+  default:                                                                                          \
+    if (::biaslab::test::strict()) {                                                                \
+      FAIL() << reason << " (BIASLAB_STRICT_TESTS=1: required, not skipped)";                       \
+    } else                                                                                          \
+      GTEST_SKIP() << reason
+
 namespace biaslab::test {
+
+/// BIASLAB_STRICT_TESTS=1: environment skips are failures.
+bool strict();
 
 /// A fresh empty folder under the system temp dir, removed when the object dies.
 class TempDir {

@@ -25,7 +25,7 @@ runtime: {threads: 2}
 Y
 done
 if [[ $status == 77 ]]; then
-  echo "SKIPPED: the torchvision half ($PYTHON has no torch/torchvision; install python3-torchvision)"
+  skip "the torchvision half ($PYTHON has no torch/torchvision; install python3-torchvision)"
 else
   for spec in "resnet18 0" "vit_b_16 1e-5"; do
     read -r name tolerance <<<"$spec"

@@ -70,7 +70,7 @@ if [[ -n $TORCHRUN ]]; then
     "$(json_get torchrun/summary.json '["weights_fingerprint"]')" "$(json_get nproc/summary.json '["weights_fingerprint"]')"
   echo "ok: torchrun --no_python gives the --nproc run's weights bitwise"
 else
-  echo "SKIP: torchrun not found next to ${BIASLAB_PYTHON:-/usr/bin/python3} nor on PATH"
+  skip "torchrun not found next to ${BIASLAB_PYTHON:-/usr/bin/python3} nor on PATH"
 fi
 
 # A killed rank: the other fails within seconds (not after the timeout), the launcher

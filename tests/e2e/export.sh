@@ -27,7 +27,7 @@ echo "ok: export run -> run/export/best.pt"
 status=0
 "$PYTHON" "$SRC/tests/python/check_export.py" run/export/best.pt || status=$?
 if [[ $status == 77 ]]; then
-  echo "SKIPPED: the Python check of the export ($PYTHON has no torch; install python3-torch)"
+  skip "the Python check of the export ($PYTHON has no torch; install python3-torch)"
 else
   [[ $status == 0 ]] || fail "Python could not load the export or its logits differ"
 fi

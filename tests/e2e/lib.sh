@@ -3,8 +3,27 @@ set -euo pipefail
 BIASLAB=$1
 SRC=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/biaslab_e2e_XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Parts of a test that cannot run here. skip REASON: a missing Python package or tool, which
+# BIASLAB_STRICT_TESTS=1 (.ci/run) makes a failure; allowed_skip REASON: something this build
+# or LibTorch does not have (TensorBoard in the PyPI build, torch.compile in 1.13), skipped in
+# strict mode too. The script runs on and, if it passes, exits 77 naming what it skipped:
+# ctest lists the test as skipped (SKIP_RETURN_CODE), not as passed.
+SKIPPED=()
+allowed_skip() { echo "SKIPPED: $1"; SKIPPED+=("$1"); }
+skip() {
+  if [[ ${BIASLAB_STRICT_TESTS:-0} == 1 ]]; then fail "$1 (BIASLAB_STRICT_TESTS=1: required, not skipped)"; fi
+  allowed_skip "$1"
+}
+finish_e2e() {
+  local status=$?
+  rm -rf "$WORK"
+  if ((status == 0 && ${#SKIPPED[@]} > 0)); then
+    printf 'skipped: %s\n' "${SKIPPED[@]}"
+    exit 77
+  fi
+}
+trap finish_e2e EXIT
 # same_value WHAT A B: A and B are one non-empty value. An empty one (a missing key, a read
 # that failed inside $(...)) never matches, so two failed reads cannot pass as equal.
 same_value() { [[ -n $2 && $2 == "$3" ]] || fail "$1: '$2' vs '$3'"; }
