@@ -222,7 +222,8 @@ TEST(ExportPython, EveryFamilyAndKnobLoadsInPythonWithTheNativeLogits) {
   const std::string cmd =
       std::string(BIASLAB_PYTHON) + " " + BIASLAB_TEST_PYTHON_DIR + "/check_export.py" + archives;
   const int status = std::system(cmd.c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
     BIASLAB_SKIP_OR_FAIL(BIASLAB_PYTHON << " has no torch (install python3-torch)");
+  }
   EXPECT_EQ(status, 0) << cmd;
 }

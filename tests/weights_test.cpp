@@ -65,7 +65,9 @@ TEST(Weights, StateDictSavedFromAGpuLoadsOnTheCpu) {
   test::TempDir dir;
   const std::string file = (dir / "cuda.pt").string();
   const int made = run_python("torchvision_interop.py cuda_tagged " + file);
-  if (made == 77) BIASLAB_SKIP_OR_FAIL(BIASLAB_PYTHON << " has no torch");
+  if (made == 77) {
+    BIASLAB_SKIP_OR_FAIL(BIASLAB_PYTHON << " has no torch");
+  }
   ASSERT_EQ(made, 0);
   const StateDict sd = read_state_dict(file);
   ASSERT_EQ(sd.size(), 2u);
@@ -224,7 +226,9 @@ TEST_P(TorchvisionParity, WeightsMoveBothWaysWithTheSameOutputs) {
   test::TempDir dir;
   const std::string d = dir.path().string();
   const int made = run_python("torchvision_interop.py make " + d + " " + tv_name);
-  if (made == 77) BIASLAB_SKIP_OR_FAIL(BIASLAB_PYTHON << " has no torch/torchvision (install python3-torchvision)");
+  if (made == 77) {
+    BIASLAB_SKIP_OR_FAIL(BIASLAB_PYTHON << " has no torch/torchvision (install python3-torchvision)");
+  }
   ASSERT_EQ(made, 0);
   const int64_t size = tv_name == "resnet18" ? 64 : 32;
   auto io = read_state_dict(d + "/" + tv_name + ".io.pt");
