@@ -24,10 +24,11 @@ SubsetIndices stratified_subset(const torch::Tensor& labels, int64_t num_classes
                                : static_cast<int64_t>(std::llround(spec.val_fraction * double(n)));
     // A head holdout (val_fraction) leaves the rest as the pool; a tail one (val_per_class)
     // draws the training prefix from the whole class and then leaves out what validation took.
-    const int64_t pool = tail ? n : n - n_val;
+    // `room` is what validation leaves for training either way.
+    const int64_t pool = tail ? n : n - n_val, room = n - n_val;
     int64_t n_train = spec.per_class > 0 ? std::min(spec.per_class, pool)
                                          : static_cast<int64_t>(std::ceil(spec.fraction * double(pool) - 1e-9));
-    n_train = std::max<int64_t>(std::min(n_train, tail ? n - n_val : pool), (tail ? n - n_val : pool) > 0 ? 1 : 0);
+    n_train = std::max<int64_t>(std::min(n_train, room), room > 0 ? 1 : 0);
     val_parts.push_back(order.narrow(0, tail ? n - n_val : 0, n_val));
     train_parts.push_back(order.narrow(0, tail ? 0 : n_val, n_train));
   }
