@@ -175,7 +175,8 @@ TEST(SweepTune, TuningRunsNeedAValidationSplit) {
 
 TEST(SweepTune, SuccessiveHalvingPicksTheBestOfTheLastRung) {
   test::TempDir dir;
-  const SweepSpec spec = load_tuned(dir, kTunedSweep);
+  // No extension beyond the grid here (SweepTune.AChoiceAtAnEdgeExtendsTheGrid).
+  const SweepSpec spec = load_tuned(dir, std::string(kTunedSweep) + "  extend: 0\n");
   const Plan plan = make_plan(spec);
   Tuner tuner(spec, plan, Layout{dir / "sweep"});
   tuner.check();
@@ -243,11 +244,146 @@ TEST(SweepTune, SuccessiveHalvingPicksTheBestOfTheLastRung) {
             std::string::npos)
       << out.summary_markdown;
   const std::string page = read_file(sweep_layout.root / "report" / "report.md");
-  EXPECT_NE(page.find("; at the lower end of optim.lr's grid; at the upper end of optim.weight_decay's grid\n"),
+  EXPECT_NE(page.find("; at the lower end of optim.lr's values (tune.extend (0) used); at the upper end of "
+                      "optim.weight_decay's values (tune.extend (0) used)\n"),
             std::string::npos)
       << page;
   EXPECT_NE(page.find("chose `lr=x1,weight_decay=5.0e-4` (optim.lr=0.1, optim.weight_decay=5.0e-4)\n"), std::string::npos)
       << page;
+}
+
+namespace {
+
+// The runs of `pending` whose name has `part`, finished with `val_acc`.
+void finish_named(const Tuner& tuner, const Plan& pending, const std::string& part, double val_acc) {
+  for (size_t i = 0; i < pending.runs.size(); ++i)
+    if (pending.runs[i].name.find(part) != std::string::npos) finish_run(tuner, pending, i, val_acc);
+}
+
+std::vector<std::string> names_of(const Plan& pending) {
+  std::vector<std::string> out;
+  for (const auto& r : pending.runs) out.push_back(r.name);
+  return out;
+}
+
+}  // namespace
+
+// A choice at an end of a numeric grid gets the next value beyond it (the grid's ratio:
+// 0.05, 0.1, 0.2 is log-spaced) at the same rung, until the best is inside or
+// tune.extend values were added; a fresh tuner on the same files resumes the same way.
+TEST(SweepTune, AChoiceAtAnEdgeExtendsTheGrid) {
+  test::TempDir dir;
+  const SweepSpec spec = load_tuned(dir, R"(
+base: base.yaml
+set: {data.val_fraction: 0.1}
+grid:
+  data.train_fraction: [0.5, 1.0]
+  runtime.seed: [0]
+tune:
+  params:
+    optim.lr: [0.05, 0.1, 0.2]
+    optim.weight_decay: [0.0, 0.01, 0.02]
+  rungs: 1
+)");
+  EXPECT_EQ(spec.tune.extend, 2);
+  const Plan plan = make_plan(spec);
+  Tuner tuner(spec, plan, Layout{dir / "sweep"});
+  tuner.refresh();
+  Plan pending = tuner.pending_plan();
+  ASSERT_EQ(pending.runs.size(), 18u);
+  // Cell 0's best is the largest lr (with weight decay 0.01, inside); cell 1's the
+  // smallest lr with no weight decay.
+  for (size_t i = 0; i < pending.runs.size(); ++i) {
+    const std::string& n = pending.runs[i].name;
+    const bool cell0 = n.rfind("train_fraction=0.5,", 0) == 0;
+    const bool best = cell0 ? n.find("lr=0.2,weight_decay=0.01") != std::string::npos
+                            : n.find("lr=0.05,weight_decay=0.0") != std::string::npos;
+    finish_run(tuner, pending, i, best ? 0.8 : 0.5);
+  }
+  tuner.refresh();
+  pending = tuner.pending_plan();
+  // One extension per cell, of its first param at an edge, at rung 0.
+  EXPECT_EQ(names_of(pending), (std::vector<std::string>{"train_fraction=0.5,rung=0,lr=0.4,weight_decay=0.01",
+                                                          "train_fraction=1.0,rung=0,lr=0.025,weight_decay=0.0"}));
+  EXPECT_NE(tuner.pending_configs(pending)[0].find("lr: 0.4\n"), std::string::npos);
+  EXPECT_FALSE(tuner.cells()[0].decided());
+  // Cell 0: 0.4 is better, so 0.8 comes next. Cell 1: 0.025 is worse, so lr 0.05 is
+  // inside now; its weight decay 0 is at the grid's lower end, and the grid steps by 0.01
+  // (it has a 0: not log-spaced): -0.01 would be next, which is not a valid config, so
+  // the cell is decided with that edge noted.
+  finish_named(tuner, pending, "lr=0.4,", 0.85);
+  finish_named(tuner, pending, "lr=0.025,", 0.7);
+  tuner.refresh();
+  pending = tuner.pending_plan();
+  EXPECT_EQ(names_of(pending), (std::vector<std::string>{"train_fraction=0.5,rung=0,lr=0.8,weight_decay=0.01"}));
+  EXPECT_TRUE(tuner.cells()[1].decided());
+  // Cell 0: 0.8 is better again, and tune.extend (2) is used up: decided, at the edge.
+  finish_named(tuner, pending, "lr=0.8,", 0.9);
+  // A fresh tuner (a resumed sweep) reads the same state from the files.
+  Tuner resumed(spec, plan, Layout{dir / "sweep"});
+  resumed.refresh();
+  EXPECT_TRUE(resumed.pending_plan().runs.empty());
+  for (const Tuner* t : {&resumed}) {
+    const TuneCell& c0 = t->cells()[0];
+    const TuneCell& c1 = t->cells()[1];
+    ASSERT_TRUE(c0.decided() && c1.decided());
+    EXPECT_EQ(c0.candidates[size_t(c0.chosen)].label, "lr=0.8,weight_decay=0.01");
+    ASSERT_EQ(c0.edges.size(), 1u);
+    EXPECT_EQ(c0.edges[0].key, "optim.lr");
+    EXPECT_EQ(c0.edges[0].end, "upper");
+    EXPECT_EQ(c0.edges[0].why, "tune.extend (2) used");
+    EXPECT_EQ(c1.candidates[size_t(c1.chosen)].label, "lr=0.05,weight_decay=0.0");
+    ASSERT_EQ(c1.edges.size(), 1u);
+    EXPECT_EQ(c1.edges[0].key, "optim.weight_decay");
+    EXPECT_EQ(c1.edges[0].end, "lower");
+    EXPECT_NE(c1.edges[0].why.find("the next value, -0.01, is not a valid config"), std::string::npos) << c1.edges[0].why;
+  }
+  EXPECT_NE(resumed.final_config(0).find("lr: 0.8\n"), std::string::npos) << resumed.final_config(0);
+  EXPECT_NE(resumed.final_config(1).find("lr: 0.05\n"), std::string::npos) << resumed.final_config(1);
+  // tune.json and the report show every extension.
+  resumed.save_record();
+  const std::string record = read_file(resumed.layout().root / "tune.json");
+  EXPECT_NE(record.find("\"extends\": \"optim.lr\""), std::string::npos);
+  EXPECT_NE(record.find("\"extend\": 2"), std::string::npos);
+  const Layout sweep_layout{dir / "sweep"};
+  write_report(sweep_layout, plan, sweep_layout.root / "report");
+  const std::string page = read_file(sweep_layout.root / "report" / "report.md");
+  EXPECT_NE(page.find("| **lr=0.8,weight_decay=0.01** (beyond the grid of optim.lr) | 90.00 |"), std::string::npos) << page;
+  EXPECT_NE(page.find("tried beyond the grid: `lr=0.4,weight_decay=0.01` 85.00%, `lr=0.8,weight_decay=0.01` 90.00%"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("2 of 2 cells tried values beyond a grid."), std::string::npos) << page;
+  EXPECT_NE(page.find("at the upper end of optim.lr's values (tune.extend (2) used)"), std::string::npos) << page;
+  const std::string tuning_csv = read_file(sweep_layout.root / "report" / "tuning.csv");
+  EXPECT_NE(tuning_csv.find(",optim.lr\n"), std::string::npos) << tuning_csv;
+  EXPECT_NE(page.find("at the lower end of optim.weight_decay's values (the next value, -0.01, is not a valid config"),
+            std::string::npos)
+      << page;
+}
+
+// {times: [...]} grids are log-spaced: the next factor beyond x2 is x4.
+TEST(SweepTune, AFactorGridExtendsByItsRatio) {
+  test::TempDir dir;
+  const SweepSpec spec = load_tuned(dir, "base: base.yaml\nset: {data.val_fraction: 0.1}\ngrid: {runtime.seed: [0]}\n"
+                                         "tune: {params: {optim.lr: {times: [0.5, 1, 2]}}, extend: 1}\n");
+  const Plan plan = make_plan(spec);
+  Tuner tuner(spec, plan, Layout{dir / "sweep"});
+  tuner.refresh();
+  Plan pending = tuner.pending_plan();
+  ASSERT_EQ(pending.runs.size(), 3u);
+  finish_named(tuner, pending, "lr=x0.5", 0.6);
+  finish_named(tuner, pending, "lr=x1", 0.7);
+  finish_named(tuner, pending, "lr=x2", 0.8);
+  tuner.refresh();
+  pending = tuner.pending_plan();
+  EXPECT_EQ(names_of(pending), (std::vector<std::string>{"all,rung=0,lr=x4"}));
+  EXPECT_NE(tuner.pending_configs(pending)[0].find("lr: 0.4\n"), std::string::npos);
+  // Worse beyond the edge: x2 is inside now.
+  finish_named(tuner, pending, "lr=x4", 0.75);
+  tuner.refresh();
+  ASSERT_TRUE(tuner.cells()[0].decided());
+  EXPECT_EQ(tuner.cells()[0].candidates[size_t(tuner.cells()[0].chosen)].label, "lr=x2");
+  EXPECT_TRUE(tuner.cells()[0].edges.empty());
 }
 
 // A run measured in epochs (train.steps "~") is tuned on a share of its epochs.

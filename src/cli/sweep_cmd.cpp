@@ -41,11 +41,13 @@ void print_dry_run(std::ostream& out, const sweep::Layout& layout, const sweep::
     std::string rungs;
     for (const auto& r : tuner->schedule())
       rungs += fmt::format("{}{} at {:.3g} of the budget", rungs.empty() ? "" : ", then ", r.runs, r.share);
-    out << fmt::format("tune: {} cell(s) x {} candidates: {}; {:.2f} runs' budget per cell before its seeded runs\n",
-                       tuner->cells().size(), tuner->candidates().size(), rungs, halving_cost(tuner->schedule()));
+    out << fmt::format("tune: {} cell(s) x {} candidates: {}; {:.2f} runs' budget per cell before its seeded runs{}\n",
+                       tuner->cells().size(), tuner->candidates().size(), rungs, halving_cost(tuner->schedule()),
+                       tuner->extend() > 0 ? fmt::format(", and up to {} run(s) beyond a grid's end per numeric param (tune.extend)", tuner->extend())
+                                  : "");
     for (const auto& cell : tuner->cells())
       out << fmt::format("      cell {}: {}\n", cell.name,
-                         cell.decided() ? "chose " + tuner->candidates()[size_t(cell.chosen)].label
+                         cell.decided() ? "chose " + cell.candidates[size_t(cell.chosen)].label
                                         : !cell.failure.empty() ? cell.failure : fmt::format("at rung {}", cell.rung));
   }
   for (size_t i = 0; i < plan.runs.size(); ++i) {

@@ -25,6 +25,7 @@ json plan_json(const Plan& plan) {
     runs.push_back(run);
   }
   json report = {{"metric", plan.report.metric}, {"x", plan.report.x}, {"series", plan.report.series}};
+  if (plan.report.converged_delta != ReportSpec{}.converged_delta) report["converged_delta"] = plan.report.converged_delta;
   if (!plan.report.gap_target.empty())
     report["gap"] = {{"baseline", plan.report.gap_baseline}, {"target", plan.report.gap_target}};
   json out = {{"name", plan.name}, {"keys", plan.keys}, {"axes", plan.axes}, {"report", report}, {"runs", runs}};
@@ -47,7 +48,7 @@ std::string tune_json(const TuneSpec& t) {
   json set = json::array();
   for (const auto& [k, v] : t.set) set.push_back({k, v});
   return json{{"params", params}, {"metric", t.metric}, {"per", t.per}, {"eta", t.eta},
-              {"rungs", t.rungs}, {"budget", t.budget}, {"set", set}}.dump();
+              {"rungs", t.rungs}, {"extend", t.extend}, {"budget", t.budget}, {"set", set}}.dump();
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ std::vector<PlannedRun> stored_runs(const StoredPlan& p, const json& runs, const
 
 // The tune section as `biaslab report` reads it (sweep/report_tuning.cpp); kept as JSON text.
 void stored_tune(const StoredPlan& p, const json& t) {
-  p.members(t, "tune", {"params", "metric", "per", "eta", "rungs", "budget", "set"},
+  p.members(t, "tune", {"params", "metric", "per", "eta", "rungs", "extend", "budget", "set"},
             {"params", "metric", "per", "eta"});
   if (!t.at("params").is_array() || t.at("params").empty()) p.fail("tune.params", "expected a non-empty list");
   for (size_t i = 0; i < t.at("params").size(); ++i) {
@@ -121,12 +121,20 @@ void stored_tune(const StoredPlan& p, const json& t) {
   p.text(t.at("metric"), "tune.metric");
   p.texts(t.at("per"), "tune.per");
   if (!t.at("eta").is_number_integer() || t.at("eta").get<int64_t>() < 2) p.fail("tune.eta", "expected an integer >= 2");
+  if (t.contains("extend") && (!t.at("extend").is_number_integer() || t.at("extend").get<int64_t>() < 0))
+    p.fail("tune.extend", "expected an integer >= 0");
 }
 
 // report: {metric, x, series[, gap]} against the plan's axes and its runs' values.
 ReportSpec stored_report(const StoredPlan& p, const json& r, const Plan& plan) {
-  p.members(r, "report", {"metric", "x", "series", "gap"}, {"metric", "x", "series"});
+  p.members(r, "report", {"metric", "x", "series", "gap", "converged_delta"}, {"metric", "x", "series"});
   ReportSpec report;
+  if (r.contains("converged_delta")) {
+    const json& d = r.at("converged_delta");
+    if (!d.is_number() || !(d.get<double>() >= 0 && d.get<double>() < 1))
+      p.fail("report.converged_delta", "expected a number in [0, 1) (0.003 = 0.3 points)");
+    report.converged_delta = d.get<double>();
+  }
   report.metric = p.text(r.at("metric"), "report.metric");
   const std::string problem = report_metric_problem(report.metric);
   if (!problem.empty()) p.fail("report.metric", problem);
@@ -195,7 +203,10 @@ Plan read_plan(const fs::path& sweep_dir) {
                                               join(plan.keys));
   if (j.contains("tune")) {
     stored_tune(p, j.at("tune"));
-    plan.tune = j.at("tune").dump();
+    // A plan from before tune.extend tuned without extending its grids: extend 0.
+    json tune = j.at("tune");
+    if (!tune.contains("extend")) tune["extend"] = 0;
+    plan.tune = tune.dump();
   }
   plan.runs = stored_runs(p, j.at("runs"), plan.keys);
   plan.report = stored_report(p, j.at("report"), plan);

@@ -87,7 +87,7 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
                  " chose its values by successive halving on " + tune.at("metric").get<std::string>() +
                  " (the validation split, never the test set) before its seeded runs: " + params_text(tune) +
                  fmt::format("; eta {}.\n\n", tune.at("eta").get<int>());
-  rec.csv = "cell,rung,share,candidate,run,state,metric,chosen\n";
+  rec.csv = "cell,rung,share,candidate,run,state,metric,chosen,extends\n";
   if (!fs::exists(file)) {
     rec.markdown += "Tuning has not started (no " + file.string() + ").\n";
     return rec;
@@ -103,33 +103,65 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
                            schedule[r].at("keep").get<int>());
     std::string budget;
     for (const auto& k : j.at("budget")) budget += (budget.empty() ? "" : ", ") + k.get<std::string>();
+    const std::string extension =
+        j.contains("extend") ? fmt::format(" A numeric choice at an end of its grid gets up to {} value(s) beyond that "
+                                           "end (tune.extend), trained at the last rung, until the best is inside.",
+                                           j.at("extend").get<int>())
+                             : "";
     rec.markdown += "Schedule: " + rungs +
-                    fmt::format(" (scaled: {}); {:.2f} runs' budget per cell. Below, per cell, each tuning run's "
+                    fmt::format(" (scaled: {}); {:.2f} runs' budget per cell.{} Below, per cell, each tuning run's "
                                 "{} (%), the choice in bold.\n\n",
-                                budget, j.at("cost_runs_per_cell").get<double>(), metric_name(j.at("metric").get<std::string>()));
-    const auto& candidates = j.at("candidates");
+                                budget, j.at("cost_runs_per_cell").get<double>(), extension,
+                                metric_name(j.at("metric").get<std::string>()));
     const json& params = tune.at("params");
-    // Per param: decided cells that chose its smallest / largest value of an ordered grid.
+    // Per param: decided cells that chose its smallest / largest value: as the tuner
+    // recorded it after extending the grid (at_edge), or, in a record from before
+    // extensions, from the ordered grid.
     std::vector<int> at_low(params.size(), 0), at_high(params.size(), 0);
-    int decided = 0;
+    int decided = 0, extended = 0;
     for (const auto& cell : j.at("cells")) {
       const std::string name = cell.at("name").get<std::string>();
       const std::string chosen = cell.value("chosen", "");
+      const json& candidates = cell.contains("candidates") ? cell.at("candidates") : j.at("candidates");
       std::string edge;
       if (!chosen.empty()) {
         std::string values;
         for (const auto& [k, v] : cell.at("chosen_values").items()) values += (values.empty() ? "" : ", ") + k + "=" + v.get<std::string>();
         rec.chosen[name] = values;
         ++decided;
-        const auto it = std::find(candidates.begin(), candidates.end(), json(chosen));
-        const std::vector<size_t> index = candidate_index(params, size_t(it - candidates.begin()));
-        for (size_t p = 0; p < params.size() && it != candidates.end(); ++p) {
-          const std::vector<double> grid = ordered_grid(params[p]);
-          if (grid.empty() || (index[p] != 0 && index[p] + 1 != grid.size())) continue;
-          const bool high = grid[index[p]] == *std::max_element(grid.begin(), grid.end());
-          ++(high ? at_high : at_low)[p];
-          edge += fmt::format("; at the {} end of {}'s grid", high ? "upper" : "lower", params[p].at("key").get<std::string>());
+        if (cell.contains("at_edge")) {
+          for (const auto& e : cell.at("at_edge")) {
+            const std::string key = e.at("key").get<std::string>();
+            const bool high = e.at("end").get<std::string>() == "upper";
+            for (size_t p = 0; p < params.size(); ++p)
+              if (params[p].at("key").get<std::string>() == key) ++(high ? at_high : at_low)[p];
+            edge += fmt::format("; at the {} end of {}'s values ({})", high ? "upper" : "lower", key, e.at("why").get<std::string>());
+          }
+        } else {
+          const auto it = std::find(candidates.begin(), candidates.end(), json(chosen));
+          const std::vector<size_t> index = candidate_index(params, size_t(it - candidates.begin()));
+          for (size_t p = 0; p < params.size() && it != candidates.end(); ++p) {
+            const std::vector<double> grid = ordered_grid(params[p]);
+            if (grid.empty() || (index[p] != 0 && index[p] + 1 != grid.size())) continue;
+            const bool high = grid[index[p]] == *std::max_element(grid.begin(), grid.end());
+            ++(high ? at_high : at_low)[p];
+            edge += fmt::format("; at the {} end of {}'s grid", high ? "upper" : "lower", params[p].at("key").get<std::string>());
+          }
         }
+      }
+      // The extensions beyond the grid, in the order tried.
+      std::map<std::string, std::string> beyond;  // candidate -> the param it extends
+      std::string extensions;
+      for (const auto& e : cell.at("entries")) {
+        if (!e.contains("extends")) continue;
+        const std::string cand = e.at("candidate").get<std::string>();
+        beyond[cand] = e.at("extends").get<std::string>();
+        extensions += (extensions.empty() ? "" : ", ") + ("`" + cand + "`") +
+                      (e.at("metric").is_number() ? " " + pct(e.at("metric").get<double>()) + "%" : " " + e.at("state").get<std::string>());
+      }
+      if (!extensions.empty()) {
+        ++extended;
+        edge += "; tried beyond the grid: " + extensions;
       }
       // Candidate x rung table of the metric.
       std::map<std::string, std::map<int, std::string>> cells;
@@ -139,10 +171,11 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
         const std::string state = e.at("state").get<std::string>();
         const bool has = e.at("metric").is_number();
         cells[cand][rung] = has ? pct(e.at("metric").get<double>()) : state;
-        rec.csv += fmt::format("{},{},{},{},{},{},{},{}\n", csv_cell(name), rung,
+        rec.csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_cell(name), rung,
                                schedule.at(size_t(rung)).at("share").get<double>(), csv_cell(cand),
                                csv_cell(e.at("run").get<std::string>()), state,
-                               has ? fmt::format("{:.6g}", e.at("metric").get<double>()) : "", cand == chosen ? "yes" : "");
+                               has ? fmt::format("{:.6g}", e.at("metric").get<double>()) : "", cand == chosen ? "yes" : "",
+                               csv_cell(e.value("extends", "")));
       }
       rec.markdown += "**" + name + "**: " +
                       (!chosen.empty() ? "chose `" + chosen + "` (" + rec.chosen[name] + ")" + edge
@@ -155,7 +188,9 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
       rec.markdown += "\n";
       for (const auto& c : candidates) {
         const std::string cand = c.get<std::string>();
-        rec.markdown += "| " + (cand == chosen ? "**" + cand + "**" : cand) + " |";
+        const auto ext = beyond.find(cand);
+        rec.markdown += "| " + (cand == chosen ? "**" + cand + "**" : cand) +
+                        (ext != beyond.end() ? " (beyond the grid of " + ext->second + ")" : "") + " |";
         for (size_t r = 0; r < schedule.size(); ++r) {
           const auto it = cells[cand].find(int(r));
           rec.markdown += " " + (it == cells[cand].end() ? std::string("") : it->second) + " |";
@@ -164,6 +199,7 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
       }
       rec.markdown += "\n";
     }
+    if (extended > 0) rec.markdown += fmt::format("{} of {} cells tried values beyond a grid.\n\n", extended, j.at("cells").size());
     for (size_t p = 0; p < params.size(); ++p) {
       if (at_low[p] + at_high[p] == 0) continue;
       rec.edge_check += fmt::format(
@@ -173,8 +209,12 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan) {
     }
     if (!rec.edge_check.empty())
       rec.edge_check = "\nTuning: " + rec.edge_check +
-                       ". A choice at the end of a grid does not show that the optimum is inside it: a value beyond it "
-                       "may be better still.\n";
+                       ". " + (j.contains("extend") ? fmt::format("The tuner added up to {} value(s) beyond each such end "
+                                                                    "(tune.extend) before it stopped. ",
+                                                                    j.at("extend").get<int>())
+                                                      : std::string()) +
+                       "A choice at the end of the values tried does not show that the optimum is inside them: a "
+                       "value beyond may be better still.\n";
   } catch (const json::exception& e) {
     throw CheckpointError(file.string() + ": unreadable tuning record: " + e.what());
   }

@@ -326,8 +326,13 @@ void read_report(const Reader& r, const YAML::Node& rep, const std::set<std::str
                               "' in a zip group; name the group's first key");
       if (is_replicate_key(v)) r.fail(kv.second, "report." + k + ": '" + v + "' is a seed; the report averages over seeds");
       (k == "x" ? spec.report.x : spec.report.series) = v;
+    } else if (k == "converged_delta") {
+      double d = 0.0;
+      if (!parse_number(v, &d) || !(d >= 0 && d < 1))
+        r.fail(kv.second, "report.converged_delta: expected an accuracy change in [0, 1) (0.003 = 0.3 points), got '" + v + "'");
+      spec.report.converged_delta = d;
     } else {
-      r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series, gap");
+      r.fail(kv.first, "report: unknown key '" + k + "'; expected metric, x, series, gap, converged_delta");
     }
   }
   if (!spec.report.x.empty() && spec.report.x == spec.report.series)
@@ -360,7 +365,7 @@ std::vector<std::string> read_keys(const Reader& r, const YAML::Node& n, const s
   return keys;
 }
 
-// tune: {params: {KEY: [values] | {times: [factors]}}, metric, per, eta, rungs, budget, set}.
+// tune: {params: {KEY: [values] | {times: [factors]}}, metric, per, eta, rungs, extend, budget, set}.
 void read_tune(const Reader& r, const YAML::Node& node, const std::set<std::string>& swept, const AxisOf& axis_of,
                SweepSpec& spec) {
   TuneSpec& t = spec.tune;
@@ -418,6 +423,8 @@ void read_tune(const Reader& r, const YAML::Node& node, const std::set<std::stri
       t.eta = read_count(r, v, "tune.eta", 2);
     } else if (k == "rungs") {
       t.rungs = read_count(r, v, "tune.rungs", 1);
+    } else if (k == "extend") {
+      t.extend = read_count(r, v, "tune.extend", 0);
     } else if (k == "budget") {
       t.budget = read_keys(r, v, "tune.budget");
       for (const auto& key : t.budget)
@@ -427,7 +434,7 @@ void read_tune(const Reader& r, const YAML::Node& node, const std::set<std::stri
       for (const auto& [key, value] : t.set)
         if (swept.count(key)) r.fail(v, "tune.set: '" + key + "' is swept");
     } else {
-      r.fail(kv.first, "tune: unknown key '" + k + "'; expected params, metric, per, eta, rungs, budget, set");
+      r.fail(kv.first, "tune: unknown key '" + k + "'; expected params, metric, per, eta, rungs, extend, budget, set");
     }
   }
   if (!node["per"])

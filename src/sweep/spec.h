@@ -36,6 +36,10 @@ struct ReportSpec {
   /// per configuration of the other keys, the share of the paired gap T - B that each
   /// other series value closes. Both "" when not asked for.
   std::string gap_baseline, gap_target;
+  /// Where the sweep varies the budget (train.epochs or train.steps), a budget counts as
+  /// converged when the next larger one changes the metric by at most this (paired mean
+  /// over seeds; 0.003 = 0.3 points).
+  double converged_delta = 0.003;
 };
 
 /// A `tune` section: candidate values for some keys, chosen per cell of the grid by
@@ -56,6 +60,8 @@ struct TuneSpec {
   std::vector<std::string> budget;        ///< keys scaled by a rung's share (default: train.steps or
                                           ///< train.epochs, and sched.warmup_steps)
   std::vector<KeyValue> set;              ///< overrides for the tuning runs only
+  int extend = 2;                         ///< per numeric param: values the tuner may add beyond
+                                          ///< its grid's edge when the choice lies on it
   bool enabled() const { return !params.empty(); }
   size_t candidates() const;              ///< product of the params' list lengths
 };

@@ -58,6 +58,40 @@ std::string short_key(const std::vector<TuneParam>& params, const std::string& k
   return same > 1 ? key : last_component(key);
 }
 
+// "lr=x0.5,weight_decay=1.0e-4"
+std::string candidate_label(const std::vector<TuneParam>& params, const TuneCandidate& c) {
+  std::string label;
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (p) label += ',';
+    label += short_key(params, params[p].key) + '=' +
+             (params[p].times.empty() ? name_part(c.value[p]) : fmt::format("x{:g}", c.factor[p]));
+  }
+  return label;
+}
+
+// A candidate's number for param p (its factor, or its value), NaN when the value is
+// not a number (a categorical param).
+double number_of(const TuneParam& param, const TuneCandidate& c, size_t p) {
+  if (!param.times.empty()) return c.factor[p];
+  double x = 0.0;
+  return parse_number(c.value[p], &x) ? x : kNaN;
+}
+
+// Whether a numeric grid steps by a ratio (log-spaced) rather than by a difference: its
+// values are positive and their consecutive ratios vary no more than their differences.
+bool log_spaced(std::vector<double> grid) {
+  std::sort(grid.begin(), grid.end());
+  if (grid.front() <= 0) return false;
+  double rmin = INFINITY, rmax = 0, dmin = INFINITY, dmax = 0;
+  for (size_t i = 1; i < grid.size(); ++i) {
+    rmin = std::min(rmin, grid[i] / grid[i - 1]);
+    rmax = std::max(rmax, grid[i] / grid[i - 1]);
+    dmin = std::min(dmin, grid[i] - grid[i - 1]);
+    dmax = std::max(dmax, grid[i] - grid[i - 1]);
+  }
+  return (rmax - rmin) / rmin <= (dmax - dmin) / dmin + 1e-9;
+}
+
 }  // namespace
 
 Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
@@ -68,14 +102,12 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
   std::vector<size_t> index(t.params.size(), 0);
   for (size_t n = 0; n < t.candidates(); ++n) {
     TuneCandidate c;
-    c.index = index;
     for (size_t p = 0; p < t.params.size(); ++p) {
       const TuneParam& param = t.params[p];
-      if (p) c.label += ',';
-      c.label += short_key(t.params, param.key);
-      c.label += '=';
-      c.label += param.times.empty() ? name_part(param.values[index[p]]) : fmt::format("x{:g}", param.times[index[p]]);
+      c.value.push_back(param.times.empty() ? param.values[index[p]] : "");
+      c.factor.push_back(param.times.empty() ? kNaN : param.times[index[p]]);
     }
+    c.label = candidate_label(t.params, c);
     candidates_.push_back(std::move(c));
     for (size_t p = t.params.size(); p-- > 0;) {
       if (++index[p] < t.params[p].size()) break;
@@ -90,6 +122,7 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
       TuneCell cell;
       cell.name = plan.runs[i].cell;
       cell.representative = i;
+      cell.candidates = candidates_;
       cells_.push_back(std::move(cell));
     }
     cells_[it->second].runs.push_back(i);
@@ -113,17 +146,18 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
                         "' is a budget key (scaled per rung); tune it in a sweep axis instead, or name other tune.budget keys");
 }
 
-std::vector<std::string> Tuner::candidate_overrides(const ResolvedRun& base, size_t candidate) const {
+int Tuner::extend() const { return spec_.tune.extend; }
+
+std::vector<std::string> Tuner::candidate_overrides(const ResolvedRun& base, const TuneCandidate& candidate) const {
   std::vector<std::string> out;
   const auto& params = spec_.tune.params;
   for (size_t p = 0; p < params.size(); ++p) {
-    const size_t i = candidates_[candidate].index[p];
     if (params[p].times.empty()) {
-      out.push_back(params[p].key + "=" + params[p].values[i]);
+      out.push_back(params[p].key + "=" + candidate.value[p]);
       continue;
     }
     const std::string value = base.at(params[p].key);
-    const std::string scaled = times_text(value, params[p].times[i]);
+    const std::string scaled = times_text(value, candidate.factor[p]);
     if (scaled.empty())
       throw ConfigError(spec_.file.string() + ": tune.params." + params[p].key + ": {times: ...} needs a number, but the " +
                         "run's value is '" + value + "'");
@@ -133,7 +167,7 @@ std::vector<std::string> Tuner::candidate_overrides(const ResolvedRun& base, siz
 }
 
 std::string Tuner::tuning_run_name(const TuneCell& cell, int rung, size_t candidate) const {
-  return cell.name + ",rung=" + std::to_string(rung) + "," + candidates_[candidate].label;
+  return cell.name + ",rung=" + std::to_string(rung) + "," + cell.candidates[candidate].label;
 }
 
 std::vector<std::string> Tuner::tuning_overrides(const TuneCell& cell, int rung, size_t candidate) const {
@@ -152,7 +186,7 @@ std::vector<std::string> Tuner::tuning_overrides(const TuneCell& cell, int rung,
     const long long scaled = std::llround(double(std::stoll(value)) * schedule_[size_t(rung)].share);
     out.push_back(key + "=" + std::to_string(b == 0 ? std::max(1LL, scaled) : scaled));
   }
-  for (auto& o : candidate_overrides(base, candidate)) out.push_back(std::move(o));
+  for (auto& o : candidate_overrides(base, cell.candidates[candidate])) out.push_back(std::move(o));
   out.push_back("name=" + tuning_run_name(cell, rung, candidate));
   return out;
 }
@@ -183,7 +217,7 @@ void Tuner::check() const {
         const PlannedRun& r = plan_.runs[run];
         const ResolvedRun base = resolve_run(spec_, r.name, r.overrides);
         std::vector<std::string> overrides = r.overrides;
-        for (auto& o : candidate_overrides(base, k)) overrides.push_back(std::move(o));
+        for (auto& o : candidate_overrides(base, candidates_[k])) overrides.push_back(std::move(o));
         resolve_run(spec_, r.name + "' with candidate '" + candidates_[k].label, overrides);
         if (k > 0) break;  // the others differ only in the tuned values, checked on the first run
       }
@@ -191,32 +225,95 @@ void Tuner::check() const {
   }
 }
 
+TuneEntry Tuner::entry_of(const TuneCell& cell, int rung, size_t k, const Ledger& ledger, bool retry_failed) const {
+  // A changed config first (it reruns), then a result.
+  TuneEntry e;
+  e.rung = rung;
+  e.candidate = k;
+  e.run = tuning_run_name(cell, rung, k);
+  e.metric = kNaN;
+  const auto it = ledger.entries().find(e.run);
+  const bool failed = it != ledger.entries().end() && it->second.state == "failed";
+  const fs::path summary = layout_.run_dir(e.run) / "summary.json";
+  if (stored_config_differs(layout_.config(e.run), tuning_config(cell, rung, k), nullptr)) {
+    e.state = "changed";
+  } else if (fs::exists(summary) && fs::exists(layout_.config(e.run))) {
+    e.state = "done";
+    e.metric = summary_metric(summary, spec_.tune.metric);
+  } else if (failed && !(retry_failed && !retried_.count(e.run))) {
+    e.state = "failed";
+  } else {
+    e.state = "pending";
+  }
+  return e;
+}
+
+bool Tuner::extend(TuneCell& cell, size_t& best, const Ledger& ledger, bool retry_failed) const {
+  const auto& params = spec_.tune.params;
+  const int last = int(schedule_.size()) - 1;
+  double best_metric = kNaN;
+  for (const auto& e : cell.entries)
+    if (e.rung == last && e.candidate == best) best_metric = e.metric;
+  for (size_t p = 0; p < params.size(); ++p) {
+    for (int used = 0;; ++used) {
+      // The values of p tried so far: the grid's, widened by earlier extensions.
+      std::vector<double> tried;
+      for (const auto& c : cell.candidates) tried.push_back(number_of(params[p], c, p));
+      const double at = number_of(params[p], cell.candidates[best], p);
+      if (std::any_of(tried.begin(), tried.end(), [](double x) { return !std::isfinite(x); })) break;  // categorical
+      std::sort(tried.begin(), tried.end());
+      tried.erase(std::unique(tried.begin(), tried.end()), tried.end());
+      if (tried.size() < 2 || (at != tried.front() && at != tried.back())) break;  // inside
+      const bool upper = at == tried.back();
+      const std::string end = upper ? "upper" : "lower";
+      if (used == spec_.tune.extend) {
+        cell.edges.push_back({params[p].key, end, fmt::format("tune.extend ({}) used", spec_.tune.extend)});
+        break;
+      }
+      std::vector<double> grid;
+      for (const auto& c : candidates_) grid.push_back(number_of(params[p], c, p));
+      const double neighbour = upper ? tried[tried.size() - 2] : tried[1];
+      double next = log_spaced(grid) ? at * (at / neighbour) : at + (at - neighbour);
+      TuneCandidate c = cell.candidates[best];
+      if (params[p].times.empty()) {
+        const bool integers = std::all_of(params[p].values.begin(), params[p].values.end(), is_integer_text);
+        if (integers) next = double(std::llround(next) == std::llround(at) ? std::llround(at) + (upper ? 1 : -1) : std::llround(next));
+        c.value[p] = integers ? std::to_string(std::llround(next)) : fmt::format("{:.6g}", next);
+      } else {
+        c.factor[p] = next;
+      }
+      c.label = candidate_label(params, c);
+      size_t k = 0;
+      while (k < cell.candidates.size() && cell.candidates[k].label != c.label) ++k;
+      if (k == cell.candidates.size()) {
+        cell.candidates.push_back(c);
+        try {
+          tuning_config(cell, last, k);
+        } catch (const ConfigError& e) {
+          cell.candidates.pop_back();
+          cell.edges.push_back({params[p].key, end, "the next value, " + (params[p].times.empty() ? c.value[p] : fmt::format("x{:g}", next)) +
+                                                        ", is not a valid config (" + e.what() + ")"});
+          break;
+        }
+      }
+      cell.entries.push_back(entry_of(cell, last, k, ledger, retry_failed));
+      TuneEntry& e = cell.entries.back();
+      e.extends = params[p].key;
+      if (e.state != "done" && e.state != "failed") return false;
+      if (!(std::isfinite(e.metric) && (e.metric > best_metric || !std::isfinite(best_metric)))) break;  // inside now
+      best = k;
+      best_metric = e.metric;
+    }
+  }
+  return true;
+}
+
 void Tuner::refresh(bool retry_failed) {
   const Ledger ledger(layout_.ledger());
-  // One tuning run's state: a changed config first (it reruns), then a result.
-  auto entry = [&](const TuneCell& cell, int rung, size_t k) {
-    TuneEntry e;
-    e.rung = rung;
-    e.candidate = k;
-    e.run = tuning_run_name(cell, rung, k);
-    e.metric = kNaN;
-    const auto it = ledger.entries().find(e.run);
-    const bool failed = it != ledger.entries().end() && it->second.state == "failed";
-    const fs::path summary = layout_.run_dir(e.run) / "summary.json";
-    if (stored_config_differs(layout_.config(e.run), tuning_config(cell, rung, k), nullptr)) {
-      e.state = "changed";
-    } else if (fs::exists(summary) && fs::exists(layout_.config(e.run))) {
-      e.state = "done";
-      e.metric = summary_metric(summary, spec_.tune.metric);
-    } else if (failed && !(retry_failed && !retried_.count(e.run))) {
-      e.state = "failed";
-    } else {
-      e.state = "pending";
-    }
-    return e;
-  };
   for (auto& cell : cells_) {
+    cell.candidates = candidates_;
     cell.entries.clear();
+    cell.edges.clear();
     cell.chosen = -1;
     cell.failure.clear();
     std::vector<size_t> alive(candidates_.size());
@@ -225,7 +322,7 @@ void Tuner::refresh(bool retry_failed) {
     for (cell.rung = 0; cell.rung < int(schedule_.size()); ++cell.rung) {
       std::vector<double> metrics;
       for (size_t k : alive) {
-        cell.entries.push_back(entry(cell, cell.rung, k));
+        cell.entries.push_back(entry_of(cell, cell.rung, k, ledger, retry_failed));
         const TuneEntry& e = cell.entries.back();
         waiting = waiting || (e.state != "done" && e.state != "failed");
         metrics.push_back(e.metric);
@@ -242,7 +339,12 @@ void Tuner::refresh(bool retry_failed) {
       for (size_t i : best_of(metrics, std::min(finite, size_t(schedule_[size_t(cell.rung)].keep)))) next.push_back(alive[i]);
       alive = next;
     }
-    if (!waiting && cell.failure.empty()) cell.chosen = int(alive.front());
+    if (waiting || !cell.failure.empty()) continue;
+    size_t best = alive.front();
+    if (extend(cell, best, ledger, retry_failed))
+      cell.chosen = int(best);
+    else
+      cell.rung = int(schedule_.size()) - 1;  // an extension of the last rung is pending
   }
 }
 
@@ -290,7 +392,7 @@ std::string Tuner::final_config(size_t run) const {
   if (!cell.decided()) return "";
   const PlannedRun& r = plan_.runs[run];
   std::vector<std::string> overrides = r.overrides;
-  for (auto& o : candidate_overrides(resolve_run(spec_, r.name, r.overrides), size_t(cell.chosen)))
+  for (auto& o : candidate_overrides(resolve_run(spec_, r.name, r.overrides), cell.candidates[size_t(cell.chosen)]))
     overrides.push_back(std::move(o));
   return resolve_run(spec_, r.name, overrides).yaml;
 }
@@ -305,20 +407,26 @@ void Tuner::save_record() const {
     const TuneCell& cell = cells_[c];
     json entries = json::array();
     for (const auto& e : cell.entries) {
-      json j = {{"rung", e.rung}, {"candidate", candidates_[e.candidate].label}, {"run", e.run}, {"state", e.state}};
+      json j = {{"rung", e.rung}, {"candidate", cell.candidates[e.candidate].label}, {"run", e.run}, {"state", e.state}};
       j["metric"] = std::isfinite(e.metric) ? json(e.metric) : json(nullptr);
+      if (!e.extends.empty()) j["extends"] = e.extends;
       entries.push_back(j);
     }
     json runs = json::array();
     for (size_t r : cell.runs) runs.push_back(plan_.runs[r].name);
-    json j = {{"name", cell.name}, {"runs", runs}, {"entries", entries}};
+    json labels = json::array();
+    for (const auto& k : cell.candidates) labels.push_back(k.label);
+    json j = {{"name", cell.name}, {"runs", runs}, {"candidates", labels}, {"entries", entries}};
     if (cell.decided()) {
+      json edges = json::array();
+      for (const auto& e : cell.edges) edges.push_back({{"key", e.key}, {"end", e.end}, {"why", e.why}});
+      j["at_edge"] = edges;
       json values = json::object();
-      for (const auto& o : candidate_overrides(cell_base_[c], size_t(cell.chosen))) {
+      for (const auto& o : candidate_overrides(cell_base_[c], cell.candidates[size_t(cell.chosen)])) {
         const auto eq = o.find('=');
         values[o.substr(0, eq)] = o.substr(eq + 1);
       }
-      j["chosen"] = candidates_[size_t(cell.chosen)].label;
+      j["chosen"] = cell.candidates[size_t(cell.chosen)].label;
       j["chosen_values"] = values;
     }
     if (!cell.failure.empty()) j["failure"] = cell.failure;
@@ -326,7 +434,7 @@ void Tuner::save_record() const {
   }
   json budget = json::array();
   for (const auto& k : budget_keys_) budget.push_back(k);
-  const json record = {{"metric", spec_.tune.metric}, {"eta", spec_.tune.eta},      {"budget", budget},
+  const json record = {{"metric", spec_.tune.metric}, {"eta", spec_.tune.eta},      {"extend", spec_.tune.extend}, {"budget", budget},
                        {"schedule", schedule},        {"candidates", candidates},   {"cells", cells},
                        {"cost_runs_per_cell", halving_cost(schedule_)}};
   fs::create_directories(layout_.root);

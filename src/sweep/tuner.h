@@ -19,30 +19,43 @@
 
 #include "sweep/executor.h"
 #include "sweep/halving.h"
+#include "sweep/ledger.h"
 #include "sweep/plan.h"
 
 namespace biaslab::sweep {
 
 struct TuneCandidate {
-  std::string label;          ///< e.g. "lr=x0.5,weight_decay=0.05"
-  std::vector<size_t> index;  ///< per tune param: the value (or factor) it takes
+  std::string label;               ///< e.g. "lr=x0.5,weight_decay=0.05"
+  std::vector<std::string> value;  ///< per tune param: its value (YAML text), "" for a {times} param
+  std::vector<double> factor;      ///< per tune param: the factor of a {times} param, NaN otherwise
 };
 
 struct TuneEntry {
   int rung = 0;
-  size_t candidate = 0;
-  std::string run;     ///< tuning run name
-  std::string state;   ///< done | failed | pending | changed (stored config differs)
-  double metric = 0.0; ///< NaN unless done
+  size_t candidate = 0;  ///< in the cell's candidates
+  std::string run;       ///< tuning run name
+  std::string state;     ///< done | failed | pending | changed (stored config differs)
+  double metric = 0.0;   ///< NaN unless done
+  std::string extends;   ///< an extension beyond the grid: the param it moved ("" for the grid's runs)
+};
+
+/// A numeric param whose choice is still at an end of the values tried once the cell
+/// is decided, and why the tuner went no further.
+struct TuneEdge {
+  std::string key;
+  std::string end;  ///< "lower" | "upper"
+  std::string why;  ///< e.g. "tune.extend (2) used"
 };
 
 struct TuneCell {
   std::string name;
   size_t representative = 0;  ///< plan run whose config the tuning runs start from
   std::vector<size_t> runs;   ///< the cell's planned runs
+  std::vector<TuneCandidate> candidates;  ///< the grid's, then this cell's extensions beyond it
   std::vector<TuneEntry> entries;
   int rung = 0;               ///< rung awaiting runs (schedule size when decided)
   int chosen = -1;            ///< candidate, once decided
+  std::vector<TuneEdge> edges;  ///< once decided: params still at an end of their values
   std::string failure;        ///< why nothing can be chosen (every candidate of a rung failed)
   bool decided() const { return chosen >= 0; }
   bool open() const { return !decided() && failure.empty(); }
@@ -56,6 +69,7 @@ class Tuner {
   const std::vector<Rung>& schedule() const { return schedule_; }
   const std::vector<TuneCandidate>& candidates() const { return candidates_; }
   const std::vector<TuneCell>& cells() const { return cells_; }
+  int extend() const;  ///< tune.extend
 
   /// Resolves every run with every candidate and every cell's tuning runs, as `train`
   /// would check them: ConfigError naming the sweep file, run and candidate; also
@@ -64,6 +78,10 @@ class Tuner {
 
   /// Reads the tuning runs' results and moves each cell through its rungs as far as
   /// they go. With `retry_failed`, failed runs count as pending until tried again.
+  /// After the last rung, a numeric param whose best value is at an end of its values
+  /// gets the next value beyond that end (the grid's ratio when it is log-spaced, else
+  /// its step), trained at the last rung, until the best is inside or tune.extend values
+  /// were added; params are extended in their order, each from the best so far.
   void refresh(bool retry_failed = false);
 
   /// Tuning runs whose stored config differs from the sweep's (a changed definition).
@@ -86,7 +104,11 @@ class Tuner {
   void save_record() const;
 
  private:
-  std::vector<std::string> candidate_overrides(const ResolvedRun& base, size_t candidate) const;
+  std::vector<std::string> candidate_overrides(const ResolvedRun& base, const TuneCandidate& candidate) const;
+  TuneEntry entry_of(const TuneCell& cell, int rung, size_t candidate, const Ledger& ledger, bool retry_failed) const;
+  /// Extends `cell` beyond its grid from `best` (tune.extend); false while an extension
+  /// run is pending.
+  bool extend(TuneCell& cell, size_t& best, const Ledger& ledger, bool retry_failed) const;
   std::vector<std::string> tuning_overrides(const TuneCell& cell, int rung, size_t candidate) const;
   std::string tuning_run_name(const TuneCell& cell, int rung, size_t candidate) const;
   const std::string& tuning_config(const TuneCell& cell, int rung, size_t candidate) const;
