@@ -352,7 +352,7 @@ report: {x: data.train_fraction, series: attention, gap: {baseline: global, targ
   EXPECT_NE(page.find("| 1.0 | window | 76% | +8.00 [+8.00, +8.00] | +10.50 ["), std::string::npos) << page;
 }
 
-TEST(Report, ConvergenceCheckAndRunsWithAnotherConfig) {
+TEST(Report, RegimesNeedTrainingAccuracyAndRunsWithAnotherConfig) {
   FakeSweep f;
   // resnet20,seed=0 at 10% ran with another epoch count: left out of the statistics.
   // resnet20,seed=1 at 10% ran with other threads: the same experiment.
@@ -375,18 +375,121 @@ TEST(Report, ConvergenceCheckAndRunsWithAnotherConfig) {
   ASSERT_LT(col("config_drift"), results[0].size());
   EXPECT_NE(results[1][col("config_drift")].find("epochs: 11"), std::string::npos) << results[1][col("config_drift")];
   EXPECT_EQ(results[3][col("config_drift")], "");
-  // The fake curves gain 10 points in the last evaluation (step 10 of 10; 8 is before the tail).
-  EXPECT_EQ(results[1][col("still_improving")], "yes");
+  // The fake runs measured no clean training accuracy: no regime, and the report says why.
+  EXPECT_EQ(results[1][col("regime")], "");
+  EXPECT_EQ(results[1][col("final_train_eval_acc")], "");
   const auto summary = read_csv(f.layout.root / "report" / "summary.csv");
   EXPECT_EQ(summary[1][0], "resnet20");
   EXPECT_EQ(summary[1][std::find(summary[0].begin(), summary[0].end(), "n") - summary[0].begin()], "2");
   EXPECT_NE(out.summary_markdown.find("1 run(s) ran with a config other than the sweep's planned one"), std::string::npos)
       << out.summary_markdown;
-  EXPECT_NE(out.summary_markdown.find("11 of 11 runs judged were still improving"), std::string::npos)
+  EXPECT_NE(out.summary_markdown.find("Runs: cannot tell 11 (results.csv: regime)"), std::string::npos)
       << out.summary_markdown;
-  // A looser criterion: a 10-point gain is not more than 20 points.
-  out = write_report(f.layout, f.plan, f.layout.root / "report", ConvergenceRule{0.2, 0.2});
-  EXPECT_NE(out.summary_markdown.find("None of the 11 runs judged was"), std::string::npos) << out.summary_markdown;
+  EXPECT_NE(out.summary_markdown.find("No run measured its clean training accuracy"), std::string::npos)
+      << out.summary_markdown;
+  EXPECT_EQ(out.summary_markdown.find("converged"), std::string::npos) << out.summary_markdown;
+}
+
+// A sweep over the budget (train.epochs 10 and 20) with clean training accuracy: each
+// run's regime from its curve, each configuration's from the paired change to the next
+// budget, and "converged" only where that change is within report.converged_delta.
+TEST(Report, RegimesAndTheBudgetComparison) {
+  test::TempDir dir;
+  test::write_text(dir / "base.yaml", "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n");
+  test::write_text(dir / "s.yaml", "base: base.yaml\ngrid:\n  model.preset: [resnet20, vit_lite_p4]\n"
+                                   "  train.epochs: [10, 20]\n  runtime.seed: [0, 1, 2]\nreport: {series: model.preset}\n");
+  const SweepSpec spec = load_sweep(dir / "s.yaml");
+  const Plan plan = make_plan(spec);
+  const Layout layout{dir / "sweep"};
+  prepare(layout, spec, plan, resolve_configs(spec, plan), false);
+  // test accuracy by (preset, epochs) for seeds 0, 1, 2
+  const std::map<std::pair<std::string, std::string>, std::vector<double>> acc = {
+      {{"resnet20", "10"}, {0.900, 0.910, 0.920}},
+      {{"resnet20", "20"}, {0.901, 0.911, 0.922}},  // +0.13 points: converged at 10
+      {{"vit_lite_p4", "10"}, {0.800, 0.810, 0.820}},
+      {{"vit_lite_p4", "20"}, {0.830, 0.840, 0.850}},  // +3 points: not converged at 10
+  };
+  for (const auto& run : plan.runs) {
+    const std::string preset = run.swept[0].second, epochs = run.swept[1].second;
+    const double a = acc.at({preset, epochs}).at(std::stoul(run.swept[2].second));
+    // The ResNet fits (99%); the ViT's training accuracy equals its test accuracy, flat
+    // over the last 20% of steps at 10 epochs and still rising at 20.
+    const bool resnet = preset == "resnet20";
+    const double train = resnet ? 0.99 : a;
+    const double at80 = resnet ? 0.98 : epochs == "10" ? a - 0.001 : a - 0.05;
+    const fs::path d = layout.run_dir(run.name);
+    fs::create_directories(d);
+    const nlohmann::json summary = {
+        {"model", {{"family", resnet ? "resnet" : "vit"}, {"preset", preset}, {"parameters", 1000}, {"flops_per_image", 2000000}}},
+        {"data", {{"train_size", 6000}}},
+        {"final", {{"epoch", 3}, {"test_acc", a}, {"test_loss", 0.5}, {"train_eval_acc", train}}},
+        {"best", {{"epoch", 3}, {"test_acc", a}}},
+        {"images_seen", 1280},
+        {"steps", 100},
+        {"epochs", 3}};
+    atomic_write(d / "summary.json", summary.dump());
+    atomic_write(d / "metrics.csv",
+                 fmt::format("epoch,step,lr,train_loss,train_acc,train_eval_loss,train_eval_acc,val_loss,val_acc,test_loss,"
+                             "test_acc,skipped_steps\n1,50,0.1,1,0.5,1,{},,,1,{},0\n2,80,0.1,1,0.5,1,{},,,1,{},0\n"
+                             "3,100,0.1,1,0.5,1,{},,,1,{},0\n",
+                             at80 - 0.1, a - 0.1, at80, a, train, a));
+  }
+  const ReportOutput out = write_report(layout, plan, layout.root / "report");
+  const auto column = [](const std::vector<std::vector<std::string>>& rows, const std::string& name) {
+    return size_t(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
+  };
+  // Per run, from its own curve: the ViT at 10 epochs rose 0.1 points (a plateau), at 20
+  // it rose 5 (underfits); the ResNet fits.
+  const auto results = read_csv(layout.root / "report" / "results.csv");
+  ASSERT_EQ(results.size(), 13u);
+  const size_t regime = column(results, "regime");
+  ASSERT_LT(regime, results[0].size());
+  EXPECT_EQ(results[1][0], "preset=resnet20,epochs=10,seed=0");
+  EXPECT_EQ(results[1][regime], "fits");
+  EXPECT_EQ(results[7][0], "preset=vit_lite_p4,epochs=10,seed=0");
+  EXPECT_EQ(results[7][regime], "plateau");
+  EXPECT_EQ(results[10][regime], "underfits");
+  EXPECT_EQ(results[1][column(results, "final_train_eval_acc")], "0.99");
+  // budget.csv: the paired change 10 -> 20, by hand: ResNet +0.001, +0.001, +0.002.
+  const auto budget = read_csv(layout.root / "report" / "budget.csv");
+  ASSERT_EQ(budget.size(), 3u);
+  EXPECT_EQ(budget[0], (std::vector<std::string>{"model.preset", "budget_key", "from", "to", "n_pairs", "change_mean",
+                                                 "change_sd", "change_ci95_low", "change_ci95_high", "converged"}));
+  EXPECT_EQ(budget[1][0], "resnet20");
+  EXPECT_EQ(budget[1][2], "10");
+  EXPECT_EQ(budget[1][3], "20");
+  EXPECT_EQ(budget[1][4], "3");
+  EXPECT_NEAR(std::stod(budget[1][5]), 0.004 / 3, 1e-8);
+  EXPECT_NEAR(std::stod(budget[1][8]), 0.004 / 3 + 4.3027 * std::sqrt(1.0 / 3.0) * 0.001 / std::sqrt(3.0), 1e-6);
+  EXPECT_EQ(budget[1][9], "yes");
+  EXPECT_EQ(budget[2][0], "vit_lite_p4");
+  EXPECT_NEAR(std::stod(budget[2][5]), 0.03, 1e-9);
+  EXPECT_EQ(budget[2][9], "no");
+  // Per configuration: the ViT at 10 epochs underfits (the budget overrules its flat
+  // tail); at 20 there is no next budget, and its curve says underfits.
+  const auto summary = read_csv(layout.root / "report" / "summary.csv");
+  ASSERT_EQ(summary.size(), 5u);
+  const size_t sreg = column(summary, "regime"), conv = column(summary, "converged");
+  ASSERT_LT(conv, summary[0].size());
+  EXPECT_EQ(summary[1][sreg], "fits");
+  EXPECT_EQ(summary[1][conv], "yes");
+  EXPECT_EQ(summary[2][conv], "");
+  EXPECT_EQ(summary[3][sreg], "underfits");
+  EXPECT_EQ(summary[3][conv], "no");
+  EXPECT_EQ(summary[4][sreg], "underfits");
+  EXPECT_NEAR(std::stod(summary[1][column(summary, "train_eval_acc_mean")]), 0.99, 1e-9);
+  EXPECT_NE(out.summary_markdown.find("1 of 2 budget steps measured are converged"), std::string::npos)
+      << out.summary_markdown;
+  EXPECT_NE(out.summary_markdown.find("| resnet20 | 10 | 20 | +0.13 ± 0.06 | [-0.01, +0.28] | 3 | yes |"),
+            std::string::npos)
+      << out.summary_markdown;
+  EXPECT_NE(out.summary_markdown.find("Runs: fits 6, underfits 3, plateau 3"), std::string::npos) << out.summary_markdown;
+  // A stricter delta (0.1 points) leaves no budget converged.
+  Plan strict = plan;
+  strict.report.converged_delta = 0.001;
+  const ReportOutput strict_out = write_report(layout, strict, layout.root / "report-strict");
+  EXPECT_NE(strict_out.summary_markdown.find("0 of 2 budget steps measured are converged"), std::string::npos)
+      << strict_out.summary_markdown;
 }
 
 namespace {

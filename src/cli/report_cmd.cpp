@@ -1,4 +1,5 @@
 // biaslab report SWEEP_DIR [--out DIR] [--metric M] [--series KEY] [--converged-tail F] [--converged-gain G]
+//                [--fit-gap G] [--fit-level L] [--converged-delta D]
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -17,7 +18,8 @@ void register_report(CLI::App& app) {
     std::string out;
     std::string metric;
     std::string series;
-    sweep::ConvergenceRule rule;
+    sweep::RegimeRule rule;
+    double delta = -1.0;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "Tables, plots and a verdict for a sweep directory");
@@ -31,11 +33,22 @@ void register_report(CLI::App& app) {
                   "compare the values of this swept key instead of the sweep's report.series, e.g. model.residual: "
                   "paired differences within each configuration of the other keys");
   cmd->add_option("--converged-tail", args->rule.tail,
-                  "share of a run's last steps the convergence check looks at (default 0.2)")
+                  "share of a run's last steps whose clean training-accuracy rise the regime rule looks at (default 0.2)")
       ->check(CLI::Range(0.01, 0.99));
   cmd->add_option("--converged-gain", args->rule.min_gain,
-                  "accuracy gain in that tail (0.005 = 0.5 points) above which a run counts as still improving")
+                  "training-accuracy rise over that tail (0.005 = 0.5 points) above which a run that does not fit its "
+                  "data underfits rather than plateaus")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--fit-gap", args->rule.fit_gap,
+                  "clean training minus held-out accuracy above which a run fits its training data (default 0.03)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--fit-level", args->rule.fit_level,
+                  "clean training accuracy at or above which a run fits its training data (default 0.99)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--converged-delta", args->delta,
+                  "with a budget axis: largest paired change to the next budget that counts as converged "
+                  "(default: the sweep's report.converged_delta, 0.003 = 0.3 points)")
+      ->check(CLI::Range(0.0, 0.999999));
   cmd->callback([args] {
     const sweep::Layout layout{args->dir};
     sweep::Plan plan = sweep::read_plan(layout.root);
@@ -43,6 +56,7 @@ void register_report(CLI::App& app) {
     // Another metric or series goes beside the sweep's own report, never over it.
     if (!args->metric.empty()) plan.report.metric = args->metric;
     if (!args->series.empty()) plan = sweep::with_series(std::move(plan), args->series);
+    if (args->delta >= 0) plan.report.converged_delta = args->delta;
     if (args->out.empty() && !(args->metric.empty() && args->series.empty())) {
       std::string name = "report";
       if (!args->metric.empty()) name += "-" + args->metric;

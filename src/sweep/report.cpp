@@ -128,8 +128,10 @@ void claim_report_folder(const fs::path& out_dir) {
     // results.csv with the header this function writes (the swept keys vary in between).
     std::ifstream in(dir / "results.csv");
     std::string header;
+    // (family is run_family where a swept key is named family: report_tables.cpp.)
     return std::getline(in, header) && header.rfind("run,", 0) == 0 &&
-           header.find(",state,family,preset,parameters,flops_per_image,") != std::string::npos &&
+           (header.find(",state,family,preset,parameters,flops_per_image,") != std::string::npos ||
+            header.find(",state,run_family,preset,parameters,flops_per_image,") != std::string::npos) &&
            fs::is_regular_file(dir / "summary.md");
   });
 }
@@ -224,7 +226,7 @@ Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) 
   return g;
 }
 
-ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir, const ConvergenceRule& rule) {
+ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir, const RegimeRule& rule) {
   const std::vector<RunResult> results = collect_results(layout, plan);
   check_metric_found(plan, results);
   const Grouping g = group_results(plan, results);
@@ -242,12 +244,17 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
   if (!paired.csv.empty()) write("paired.csv", paired.csv);
   const detail::PairedTables gap = detail::gap_shares(plan, pairs);
   if (!gap.csv.empty()) write("gap.csv", gap.csv);
-  const std::string checks = detail::checks_markdown(results, rule) + tuning.edge_check;
+  const detail::BudgetComparison budget = detail::budget_comparison(plan, g, results);
+  const detail::PairedTables budget_tables = detail::budget_tables(plan, g, budget);
+  if (!budget_tables.csv.empty()) write("budget.csv", budget_tables.csv);
+  const std::vector<detail::GroupRegime> regimes = detail::group_regimes(g, budget, rule);
+  const std::string checks = detail::checks_markdown(results, regimes, budget, rule) + tuning.edge_check;
   if (tuning.tuned) write("tuning.csv", tuning.csv);
-  const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning);
+  const detail::SummaryTables tables = detail::summary_tables(plan, g, tuning, regimes, budget);
   write("summary.csv", tables.csv);
   const std::string slope = detail::gap_slope(plan, g, pairs, results);
-  const std::string verdict_md = verdict(plan, g) + (slope.empty() ? "" : "\nThe gap against the data size:\n\n" + slope);
+  const std::string verdict_md = verdict(plan, g) + (slope.empty() ? "" : "\nThe gap against the data size:\n\n" + slope) +
+                                 (budget_tables.markdown.empty() ? "" : "\nThe budget:\n\n" + budget_tables.markdown);
   out.summary_markdown = tables.markdown + "\n" + verdict_md + "\n" + checks;
   write("summary.md", "# " + plan.name + "\n\n" + out.summary_markdown);
   const std::vector<std::string> images = detail::draw_plots(plan, g, out_dir);

@@ -10,13 +10,16 @@
 //                 95% CI bars), grouped bars, learning curves
 //   paired.csv    per-seed paired differences between the series values
 //   tuning.csv    a tuned sweep's tuning runs (sweep/tuner.h)
+//   budget.csv    where the sweep varies train.epochs or train.steps: the paired change
+//                 from each budget to the next larger one, and whether it converged
 //   report.md     all of it on one page, with warnings (runs whose config is not the
-//                 planned one) and the convergence check
+//                 planned one) and each run's regime (sweep/regime.h)
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "sweep/plan.h"
+#include "sweep/regime.h"
 #include "sweep/results.h"
 #include "sweep/stats.h"
 
@@ -47,14 +50,6 @@ struct ReportOutput {
   std::string summary_markdown;  ///< table + verdict, also printed by the command
 };
 
-/// When a run counts as still improving at its end: its best accuracy (validation when
-/// it has a split, else test) in the last `tail` of its steps beats its best before
-/// them by more than `min_gain`.
-struct ConvergenceRule {
-  double tail = 0.2;
-  double min_gain = 0.005;
-};
-
 /// `plan` with `series` as the key that names the lines, bars and paired comparisons
 /// (`biaslab report --series KEY`), e.g. model.residual to pair residual on and off
 /// within each (model, norm). `series` must be an axis of the sweep (the first key of a
@@ -64,6 +59,6 @@ Plan with_series(Plan plan, const std::string& series);
 
 /// Writes every report file into `out_dir` (created).
 ReportOutput write_report(const Layout& layout, const Plan& plan, const std::filesystem::path& out_dir,
-                          const ConvergenceRule& rule = {});
+                          const RegimeRule& rule = {});
 
 }  // namespace biaslab::sweep

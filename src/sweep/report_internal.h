@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sweep/report.h"
+#include "sweep/stats.h"
 
 namespace biaslab::sweep::detail {
 
@@ -64,6 +65,8 @@ std::vector<std::vector<std::string>> distinct(const Grouping& g, const std::vec
 const Group* find_group(const Grouping& g, const std::vector<size_t>& at_a, const std::vector<std::string>& a,
                         const std::vector<size_t>& at_b, const std::vector<std::string>& b);
 
+struct PairedTables;
+
 /// A tuned sweep's tuning, from SWEEP_DIR/tune/tune.json (sweep/tuner.h).
 struct TuningRecord {
   bool tuned = false;                        ///< the plan has a tune section
@@ -76,21 +79,57 @@ TuningRecord read_tuning(const Layout& layout, const Plan& plan);
 
 /// results.csv: one row per planned run (`tuned`: the values its cell chose).
 std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
-                        const ConvergenceRule& rule);
+                        const RegimeRule& rule);
+
+/// The held-out accuracy a run's training accuracy is compared with: final validation
+/// accuracy when it has a split, else final test accuracy.
+double held_out_acc(const RunResult& r);
+
+/// A run's regime (sweep/regime.h) from its own curve; "" when it cannot tell.
+std::string run_regime(const RunResult& r, const RegimeRule& rule);
+
+/// Where the sweep varies the budget (a non-seed axis train.epochs or train.steps): per
+/// configuration of the other keys, the paired change of the metric (same seeds) from
+/// each budget to the next larger one.
+struct BudgetStep {
+  std::vector<std::string> context;  ///< values of the other non-seed keys (Grouping keys order, budget left out)
+  std::string from, to;              ///< budget values
+  Stats change;                      ///< per-seed metric at `to` minus at `from`
+  bool converged = false;            ///< change.mean <= delta (n >= 1)
+};
+struct BudgetComparison {
+  std::string key;  ///< "" when the sweep does not vary the budget
+  double delta = 0.0;
+  std::vector<BudgetStep> steps;
+  /// The step from group `grp`'s budget to the next larger one (nullptr at the largest).
+  const BudgetStep* step_of(const Grouping& g, const Group& grp) const;
+};
+BudgetComparison budget_comparison(const Plan& plan, const Grouping& g, const std::vector<RunResult>& results);
+
+/// budget.csv and the report's Budget section (both "" without a budget axis).
+PairedTables budget_tables(const Plan& plan, const Grouping& g, const BudgetComparison& b);
+
+/// A configuration's regime: from the means of its complete runs' clean training
+/// accuracy, held-out accuracy and training-accuracy rise, refined by its budget step.
+struct GroupRegime {
+  double train_acc = 0.0, held_out = 0.0, rise = 0.0;  ///< means (NaN without values)
+  std::string regime;                                   ///< sweep/regime.h; "" when it cannot tell
+  std::string converged;                                ///< "yes" / "no" with a budget step, else ""
+};
+std::vector<GroupRegime> group_regimes(const Grouping& g, const BudgetComparison& b, const RegimeRule& rule);
 
 /// One row per configuration: summary.csv and the Markdown table of summary.md.
 struct SummaryTables {
   std::string csv;
   std::string markdown;
 };
-SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning);
+SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning,
+                             const std::vector<GroupRegime>& regimes, const BudgetComparison& budget);
 
-/// "yes" / "no", or "" when the curve cannot tell (incomplete run, no evaluation before
-/// or inside the tail).
-std::string still_improving(const RunResult& r, const ConvergenceRule& rule);
-
-/// The report's warnings (runs with another config than planned) and convergence check.
-std::string checks_markdown(const std::vector<RunResult>& results, const ConvergenceRule& rule);
+/// The report's warnings (runs with another config than planned) and the regimes of its
+/// runs and configurations, with the rule that gave them.
+std::string checks_markdown(const std::vector<RunResult>& results, const std::vector<GroupRegime>& regimes,
+                            const BudgetComparison& budget, const RegimeRule& rule);
 
 /// The metric of every complete run that kept its planned config, by configuration of
 /// the group keys other than the series key (the context) and by replicate (its seed

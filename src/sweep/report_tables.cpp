@@ -46,7 +46,7 @@ std::string derived_columns(const std::vector<std::string>& keys, const std::vec
 }  // namespace
 
 std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
-                        const ConvergenceRule& rule) {
+                        const RegimeRule& rule) {
   std::string csv = "run";
   for (const auto& k : plan.keys) csv += "," + csv_cell(k);
   const std::string metric = column_stem(plan.report.metric);
@@ -57,7 +57,7 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
   if (metric_column) derived.push_back(metric);
   for (const std::string name : {"final_test_acc", "final_test_loss", "final_test_top5_acc", "best_epoch",
                                  "best_test_acc", "best_val_acc", "train_time_s", "process_wall_time_s", "reason",
-                                 "still_improving", "config_drift"})
+                                 "final_train_eval_acc", "regime", "config_drift"})
     derived.push_back(name);
   if (tuning.tuned) derived.push_back("tuned");
   csv += derived_columns(plan.keys, derived) + "\n";
@@ -75,7 +75,7 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
                        r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
                        num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
     csv.pop_back();
-    csv += "," + still_improving(r, rule) + "," + csv_cell(r.drift);
+    csv += "," + num(r.final_train_eval_acc) + "," + run_regime(r, rule) + "," + csv_cell(r.drift);
     if (tuning.tuned) {
       const auto it = tuning.chosen.find(r.run->cell);
       csv += "," + csv_cell(it == tuning.chosen.end() ? "" : it->second);
@@ -85,7 +85,8 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
   return csv;
 }
 
-SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning) {
+SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRecord& tuning,
+                             const std::vector<GroupRegime>& regimes, const BudgetComparison& budget) {
   // A group's runs share one cell: the cells are defined by some of the group keys.
   auto tuned = [&](const Group& grp) {
     const auto it = grp.runs.empty() ? tuning.chosen.end() : tuning.chosen.find(grp.runs.front()->run->cell);
@@ -95,33 +96,46 @@ SummaryTables summary_tables(const Plan& plan, const Grouping& g, const TuningRe
   std::string scsv;
   for (const auto& k : g.keys) scsv += csv_cell(k) + ",";
   std::vector<std::string> derived = {"family", "train_size", "n", "planned", m + "_mean", m + "_sd", m + "_ci95_low",
-                                      m + "_ci95_high"};
+                                      m + "_ci95_high", "train_eval_acc_mean", "regime"};
+  if (!budget.key.empty()) derived.push_back("converged");
   if (tuning.tuned) derived.push_back("tuned");
+  // The Markdown table shows the regime where some run measured its training accuracy.
+  const bool regime_column = std::any_of(regimes.begin(), regimes.end(), [](const GroupRegime& r) {
+    return std::isfinite(r.train_acc);
+  });
   scsv += derived_columns(g.keys, derived).substr(1) + "\n";
   std::string md = "| ";
   for (const auto& k : g.keys) md += last_component(k) + " | ";
   md += "family | train images | n | " + metric_name(plan.report.metric) + " (%) mean ± sd | 95% CI | params | MFLOPs/img |" +
+        (regime_column ? " train acc (%) | regime |" : "") + (budget.key.empty() ? "" : " converged |") +
         (tuning.tuned ? " tuned values |" : "") + "\n|";
-  for (size_t i = 0; i < g.keys.size() + 7 + (tuning.tuned ? 1 : 0); ++i) md += "---|";
+  for (size_t i = 0; i < g.keys.size() + 7 + (regime_column ? 2 : 0) + (budget.key.empty() ? 0 : 1) + (tuning.tuned ? 1 : 0); ++i)
+    md += "---|";
   md += "\n";
-  for (const auto& grp : g.groups) {
+  for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+    const Group& grp = g.groups[gi];
+    const GroupRegime& regime = regimes[gi];
     const Stats& s = grp.stats;
     for (const auto& v : grp.values) scsv += csv_cell(v) + ",";
     const std::string size = s.n ? num(grp.train_size, "{:.0f}") : "";
     int failed = 0;
     for (const RunResult* r : grp.runs) failed += r->state == "failed";
-    scsv += fmt::format("{},{},{},{},{}{}\n", grp.family, size, s.n, grp.runs.size(), stats_csv(s),
+    scsv += fmt::format("{},{},{},{},{},{},{}{}{}\n", grp.family, size, s.n, grp.runs.size(), stats_csv(s),
+                        num(regime.train_acc), regime.regime, budget.key.empty() ? "" : "," + regime.converged,
                         tuning.tuned ? "," + csv_cell(tuned(grp)) : "");
     const RunResult* any = nullptr;
     for (const RunResult* r : grp.runs)
       if (r->complete) any = r;
     md += "| ";
     for (const auto& v : grp.values) md += v + " | ";
-    md += fmt::format("{} | {} | {}/{}{} | {} | {} | {} | {} |{}\n", grp.family, size, s.n, grp.runs.size(),
+    md += fmt::format("{} | {} | {}/{}{} | {} | {} | {} | {} |{}{}{}\n", grp.family, size, s.n, grp.runs.size(),
                       failed ? fmt::format(" ({} failed)", failed) : "", mean_sd_text(s, false), ci_text(s, false),
                       any ? fmt::format("{:.3f} M", any->parameters / 1e6) : "",
                       any ? fmt::format("{:.1f}", any->flops_per_image / 1e6) : "",
-                      tuning.tuned ? " " + tuned(grp) + " |" : "");
+                      regime_column ? " " + (std::isfinite(regime.train_acc) ? pct(regime.train_acc) : std::string()) + " | " +
+                                          regime.regime + " |"
+                                    : "",
+                      budget.key.empty() ? "" : " " + regime.converged + " |", tuning.tuned ? " " + tuned(grp) + " |" : "");
   }
   return {scsv, md};
 }

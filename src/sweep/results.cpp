@@ -42,9 +42,11 @@ std::vector<CurvePoint> read_curve(const fs::path& file) {
     throw CheckpointError(file.string() + ": no '" + name + "' column");
   };
   const int step_col = col("step"), acc_col = col("test_acc");
-  int val_col = -1;
-  for (size_t i = 0; i < header.size(); ++i)
+  int val_col = -1, train_col = -1;
+  for (size_t i = 0; i < header.size(); ++i) {
     if (header[i] == "val_acc") val_col = int(i);
+    if (header[i] == "train_eval_acc") train_col = int(i);
+  }
   while (std::getline(in, line)) {
     const auto cells = split_csv_line(line);
     if (int(cells.size()) <= std::max(step_col, acc_col)) continue;
@@ -54,6 +56,8 @@ std::vector<CurvePoint> read_curve(const fs::path& file) {
       CurvePoint p{std::stoll(cells[step_col]), std::numeric_limits<double>::quiet_NaN()};
       if (!cells[acc_col].empty()) p.test_acc = std::stod(cells[acc_col]);  // empty: train.eval_test final
       if (has_val) p.val_acc = std::stod(cells[val_col]);
+      if (train_col >= 0 && train_col < int(cells.size()) && !cells[train_col].empty())
+        p.train_eval_acc = std::stod(cells[train_col]);
       curve.push_back(p);
     } catch (const std::exception&) {
       throw CheckpointError(file.string() + ": malformed row '" + line + "'");
@@ -115,6 +119,8 @@ std::vector<RunResult> collect_results(const Layout& layout, const Plan& plan) {
         r.final_test_top5_acc = number_at(s, "final.test_top5_acc");
         r.best_test_acc = number_at(s, "best.test_acc");
         r.best_val_acc = number_at(s, "best.val_acc");
+        r.final_val_acc = number_at(s, "final.val_acc");
+        r.final_train_eval_acc = number_at(s, "final.train_eval_acc");
         for (const std::string section : {"final", "best"})
           if (s.contains(section) && s.at(section).is_object())
             for (const auto& [k, v] : s.at(section).items())

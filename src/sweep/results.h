@@ -15,6 +15,7 @@ struct CurvePoint {
   int64_t step = 0;
   double test_acc = 0.0;  ///< NaN where only the validation split was evaluated (train.eval_test: final)
   double val_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN without a validation split
+  double train_eval_acc = std::numeric_limits<double>::quiet_NaN();  ///< clean training accuracy (NaN: not measured)
 };
 
 struct RunResult {
@@ -33,6 +34,8 @@ struct RunResult {
   double final_test_top5_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN: 5 classes or fewer
   double best_test_acc = std::numeric_limits<double>::quiet_NaN();
   double best_val_acc = std::numeric_limits<double>::quiet_NaN();
+  double final_val_acc = std::numeric_limits<double>::quiet_NaN();
+  double final_train_eval_acc = std::numeric_limits<double>::quiet_NaN();  ///< NaN: a run without train.train_eval_size
   double train_time_s = std::numeric_limits<double>::quiet_NaN();
   double wall_time_s = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> accuracies;  ///< the final.*_acc and best.*_acc numbers summary.json has
