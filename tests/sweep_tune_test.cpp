@@ -386,6 +386,69 @@ TEST(SweepTune, AFactorGridExtendsByItsRatio) {
   EXPECT_TRUE(tuner.cells()[0].edges.empty());
 }
 
+// A categorical param of named override sets (a regularisation level) is tuned in the
+// same section, crossed with the numeric ones, and never extended.
+TEST(SweepTune, VariantsAreACategoricalParam) {
+  test::TempDir dir;
+  const SweepSpec spec = load_tuned(dir, R"(
+base: base.yaml
+set: {data.val_fraction: 0.1}
+grid: {runtime.seed: [0]}
+tune:
+  params:
+    regularisation:
+      variants:
+        none: {}
+        smooth: {train.label_smoothing: 0.1, optim.weight_decay: 0.05}
+    optim.lr: [0.05, 0.1]
+  extend: 0
+)");
+  ASSERT_EQ(spec.tune.params.size(), 2u);
+  EXPECT_EQ(spec.tune.params[0].values, (std::vector<std::string>{"none", "smooth"}));
+  EXPECT_EQ(spec.tune.candidates(), 4u);
+  const Plan plan = make_plan(spec);
+  Tuner tuner(spec, plan, Layout{dir / "sweep"});
+  tuner.check();
+  tuner.refresh();
+  Plan pending = tuner.pending_plan();
+  ASSERT_EQ(pending.runs.size(), 4u);
+  EXPECT_EQ(pending.runs[2].name, "all,rung=0,regularisation=smooth,lr=0.05");
+  const auto configs = tuner.pending_configs(pending);
+  EXPECT_NE(configs[2].find("label_smoothing: 0.1\n"), std::string::npos) << configs[2];
+  EXPECT_NE(configs[2].find("weight_decay: 0.05\n"), std::string::npos) << configs[2];
+  EXPECT_NE(configs[0].find("label_smoothing: 0.0\n"), std::string::npos) << configs[0];
+  // Rung 0 keeps two; rung 1 picks smooth with lr 0.1.
+  for (size_t i = 0; i < 4; ++i) finish_run(tuner, pending, i, i == 3 ? 0.9 : i == 2 ? 0.8 : 0.1 * double(i));
+  tuner.refresh();
+  pending = tuner.pending_plan();
+  ASSERT_EQ(pending.runs.size(), 2u);
+  finish_named(tuner, pending, "smooth,lr=0.1", 0.95);
+  finish_named(tuner, pending, "smooth,lr=0.05", 0.9);
+  tuner.refresh();
+  ASSERT_TRUE(tuner.cells()[0].decided());
+  EXPECT_EQ(tuner.cells()[0].candidates[size_t(tuner.cells()[0].chosen)].label, "regularisation=smooth,lr=0.1");
+  const std::string final0 = tuner.final_config(0);
+  EXPECT_NE(final0.find("label_smoothing: 0.1\n"), std::string::npos) << final0;
+  EXPECT_NE(final0.find("lr: 0.1\n"), std::string::npos) << final0;
+  tuner.save_record();
+  const Layout sweep_layout{dir / "sweep"};
+  write_report(sweep_layout, plan, sweep_layout.root / "report");
+  const std::string page = read_file(sweep_layout.root / "report" / "report.md");
+  EXPECT_NE(page.find("regularisation in variants [none = {}; smooth = {train.label_smoothing: 0.1, "
+                      "optim.weight_decay: 0.05}]"),
+            std::string::npos)
+      << page;
+  // Refusals name the problem.
+  const std::string head = "base: base.yaml\nset: {data.val_fraction: 0.1}\ngrid:\n  optim.lr: [0.1, 0.2]\n  runtime.seed: [0]\n";
+  EXPECT_NE(tune_error_of(dir, head + "tune: {params: {model.reg: {variants: {a: {}, b: {}}}}}").find("plain word"),
+            std::string::npos);
+  EXPECT_NE(tune_error_of(dir, head + "tune: {params: {reg: {variants: {a: {}, b: {optim.lr: 0.3}}}}}")
+                .find("'optim.lr' is swept"),
+            std::string::npos);
+  EXPECT_NE(tune_error_of(dir, head + "tune: {params: {reg: {variants: {a: {}}}}}").find("two or more labels"),
+            std::string::npos);
+}
+
 // A run measured in epochs (train.steps "~") is tuned on a share of its epochs.
 TEST(SweepTune, AnEpochBudgetScalesTheEpochs) {
   test::TempDir dir;

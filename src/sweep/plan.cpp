@@ -43,8 +43,19 @@ std::string first_difference(const std::string& a, const std::string& b) {
 std::string tune_json(const TuneSpec& t) {
   if (!t.enabled()) return "";
   json params = json::array();
-  for (const auto& p : t.params)
-    params.push_back(p.times.empty() ? json{{"key", p.key}, {"values", p.values}} : json{{"key", p.key}, {"times", p.times}});
+  for (const auto& p : t.params) {
+    json param = p.times.empty() ? json{{"key", p.key}, {"values", p.values}} : json{{"key", p.key}, {"times", p.times}};
+    if (!p.variant_sets.empty()) {
+      json sets = json::array();
+      for (const auto& set : p.variant_sets) {
+        json pairs = json::array();
+        for (const auto& [k, v] : set) pairs.push_back({k, v});
+        sets.push_back(pairs);
+      }
+      param["variants"] = sets;
+    }
+    params.push_back(param);
+  }
   json set = json::array();
   for (const auto& [k, v] : t.set) set.push_back({k, v});
   return json{{"params", params}, {"metric", t.metric}, {"per", t.per}, {"eta", t.eta},

@@ -106,9 +106,19 @@ void stored_tune(const StoredPlan& p, const json& t) {
   for (size_t i = 0; i < t.at("params").size(); ++i) {
     const std::string field = StoredPlan::item("tune.params", i);
     const json& param = t.at("params")[i];
-    p.members(param, field, {"key", "values", "times"}, {"key"});
+    p.members(param, field, {"key", "values", "times", "variants"}, {"key"});
     p.text(param.at("key"), field + ".key");
     if (param.contains("times") == param.contains("values")) p.fail(field, "expected either values or times");
+    if (param.contains("variants")) {
+      const json& sets = param.at("variants");
+      const bool pairs = sets.is_array() && std::all_of(sets.begin(), sets.end(), [](const json& set) {
+        return set.is_array() && std::all_of(set.begin(), set.end(), [](const json& kv) {
+          return kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string();
+        });
+      });
+      if (!pairs || !param.contains("values") || !param.at("values").is_array() || sets.size() != param.at("values").size())
+        p.fail(field + ".variants", "expected one list of [key, value] pairs per label in values");
+    }
     if (param.contains("values")) {
       if (p.texts(param.at("values"), field + ".values").empty()) p.fail(field + ".values", "expected values");
     } else {

@@ -33,8 +33,18 @@ std::string params_text(const json& tune) {
       for (const auto& f : p.at("times")) list += (list.empty() ? "" : ", ") + fmt::format("{:g}", f.get<double>());
     else
       for (const auto& v : p.at("values")) list += (list.empty() ? "" : ", ") + v.get<std::string>();
+    std::string sets;
+    if (p.contains("variants"))
+      for (size_t i = 0; i < p.at("variants").size(); ++i) {
+        std::string set;
+        for (const auto& kv : p.at("variants")[i])
+          set += (set.empty() ? "" : ", ") + kv[0].get<std::string>() + ": " + kv[1].get<std::string>();
+        sets += (sets.empty() ? "" : "; ") + p.at("values")[i].get<std::string>() + " = {" + set + "}";
+      }
     out += (out.empty() ? "" : "; ") + p.at("key").get<std::string>() +
-           (p.contains("times") ? " × [" + list + "] of the run's value" : " in [" + list + "]");
+           (p.contains("times") ? " × [" + list + "] of the run's value"
+            : p.contains("variants") ? " in variants [" + sets + "]"
+                                     : " in [" + list + "]");
   }
   return out;
 }
@@ -44,6 +54,7 @@ std::string params_text(const json& tune) {
 // beyond it; else empty.
 std::vector<double> ordered_grid(const json& param) {
   std::vector<double> grid;
+  if (param.contains("variants")) return {};  // labels of override sets
   if (param.contains("times")) {
     for (const auto& f : param.at("times")) grid.push_back(f.get<double>());
   } else {

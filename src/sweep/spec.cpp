@@ -381,13 +381,33 @@ void read_tune(const Reader& r, const YAML::Node& node, const std::set<std::stri
     if (k == "params") {
       if (!v.IsMap() || v.size() == 0) r.fail(v, "tune.params: expected a mapping of keys to lists of candidate values");
       for (const auto& p : v) {
-        check_key(r, p.first);
-        not_swept(p.first, "tune.params");
         TuneParam param;
         param.key = p.first.as<std::string>();
+        if (p.second.IsMap() && p.second["variants"]) {
+          // A categorical param of named override sets, e.g. a regularisation level.
+          const std::string what = "tune.params." + param.key;
+          if (param.key.empty() || param.key.find('.') != std::string::npos || name_part(param.key) != param.key)
+            r.fail(p.first, what + ": a param of variants is named by a plain word (no dots), e.g. regularisation");
+          not_swept(p.first, "tune.params");
+          if (p.second.size() != 1 || !p.second["variants"].IsMap() || p.second["variants"].size() < 2)
+            r.fail(p.second, what + ": expected {variants: {LABEL: {dotted.key: value, ...}, ...}} with two or more labels");
+          for (const auto& kv : p.second["variants"]) {
+            const std::string label = kv.first.as<std::string>();
+            if (label.empty() || name_part(label) != label)
+              r.fail(kv.first, what + ": label '" + label + "' must use only letters, digits, '.', '_', '+', '-'");
+            param.values.push_back(label);
+            param.variant_sets.push_back(read_set(r, kv.second, what + ".variants." + label));
+            for (const auto& [key, value] : param.variant_sets.back())
+              if (swept.count(key)) r.fail(kv.second, what + ".variants." + label + ": '" + key + "' is swept; a key is either swept or tuned");
+          }
+          t.params.push_back(std::move(param));
+          continue;
+        }
+        check_key(r, p.first);
+        not_swept(p.first, "tune.params");
         if (p.second.IsMap()) {
           if (p.second.size() != 1 || !p.second["times"] || !p.second["times"].IsSequence() || p.second["times"].size() == 0)
-            r.fail(p.second, "tune.params." + param.key + ": expected a list of values or {times: [factors]}");
+            r.fail(p.second, "tune.params." + param.key + ": expected a list of values, {times: [factors]} or {variants: {...}}");
           for (const auto& f : p.second["times"]) {
             double x = 0.0;
             if (!parse_number(value_text(f), &x) || !(x > 0))

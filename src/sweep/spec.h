@@ -45,9 +45,12 @@ struct ReportSpec {
 /// A `tune` section: candidate values for some keys, chosen per cell of the grid by
 /// successive halving on a validation metric before the seeded runs (sweep/tuner.h).
 struct TuneParam {
-  std::string key;
-  std::vector<std::string> values;  ///< absolute values (YAML text), or
+  std::string key;                  ///< a dotted config key, or a plain word naming variants
+  std::vector<std::string> values;  ///< absolute values (YAML text), or the variants' labels, or
   std::vector<double> times;        ///< factors of the run's own value (`{times: [0.5, 1, 2]}`)
+  /// `{variants: {LABEL: {dotted.key: value, ...}}}`: per label (in `values`), the
+  /// overrides it stands for; a categorical param, never extended. Empty otherwise.
+  std::vector<std::vector<KeyValue>> variant_sets;
   size_t size() const { return times.empty() ? values.size() : times.size(); }
 };
 

@@ -72,6 +72,7 @@ std::string candidate_label(const std::vector<TuneParam>& params, const TuneCand
 // A candidate's number for param p (its factor, or its value), NaN when the value is
 // not a number (a categorical param).
 double number_of(const TuneParam& param, const TuneCandidate& c, size_t p) {
+  if (!param.variant_sets.empty()) return kNaN;  // labels, even numeric ones, name override sets
   if (!param.times.empty()) return c.factor[p];
   double x = 0.0;
   return parse_number(c.value[p], &x) ? x : kNaN;
@@ -140,10 +141,16 @@ Tuner::Tuner(const SweepSpec& spec, const Plan& plan, const Layout& sweep)
     const bool by_steps = parse_number(cell_base_.front().at("train.steps"), &steps) && steps > 0;
     budget_keys_ = {by_steps ? "train.steps" : "train.epochs", "sched.warmup_steps"};
   }
-  for (const auto& p : t.params)
+  for (const auto& p : t.params) {
+    for (const auto& set : p.variant_sets)
+      for (const auto& [key, value] : set)
+        if (std::find(budget_keys_.begin(), budget_keys_.end(), key) != budget_keys_.end())
+          throw ConfigError(spec.file.string() + ": tune.params." + p.key + ": a variant sets '" + key +
+                            "', a budget key (scaled per rung); sweep it in an axis instead, or name other tune.budget keys");
     if (std::find(budget_keys_.begin(), budget_keys_.end(), p.key) != budget_keys_.end())
       throw ConfigError(spec.file.string() + ": tune.params: '" + p.key +
                         "' is a budget key (scaled per rung); tune it in a sweep axis instead, or name other tune.budget keys");
+  }
 }
 
 int Tuner::extend() const { return spec_.tune.extend; }
@@ -152,6 +159,12 @@ std::vector<std::string> Tuner::candidate_overrides(const ResolvedRun& base, con
   std::vector<std::string> out;
   const auto& params = spec_.tune.params;
   for (size_t p = 0; p < params.size(); ++p) {
+    if (!params[p].variant_sets.empty()) {
+      const auto& labels = params[p].values;
+      const size_t i = size_t(std::find(labels.begin(), labels.end(), candidate.value[p]) - labels.begin());
+      for (const auto& [k, v] : params[p].variant_sets.at(i)) out.push_back(k + "=" + v);
+      continue;
+    }
     if (params[p].times.empty()) {
       out.push_back(params[p].key + "=" + candidate.value[p]);
       continue;
