@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
 #include <torch/torch.h>
 
 #include "core/opencv_support.h"
 #include "core/errors.h"
+#include "config/loader.h"
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "test_util.h"
@@ -109,3 +113,58 @@ TEST(Dataset, SubsetFingerprintNamesTheImagesDrawn) {
   no_val.val_fraction = 0.0;
   EXPECT_NE(load_dataset(no_val).subset_fingerprint, first);
 }
+
+namespace {
+
+// The images of a split by their identity (write_dataset: pixel value = class * 100 + index).
+std::set<int64_t> ids(const Split& s) {
+  std::set<int64_t> out;
+  for (int64_t i = 0; i < s.size(); ++i) out.insert(s.images[i][0][0][0].item<int64_t>());
+  return out;
+}
+
+}  // namespace
+
+// Through the whole data pipeline, from a config as `train` reads it: the training
+// subsets of one subset seed are nested across sizes, the validation split is the same
+// at every size and disjoint from training, and runtime.seed (initialisation and order)
+// changes neither; data.subset_seed changes both.
+TEST(Dataset, NestedSubsetsThroughThePipeline) {
+  TempDir dir;
+  const DataConfig files = write_dataset(dir, 40);
+  const auto config = [&](const std::string& fraction, const std::string& runtime_seed, const std::string& subset_seed,
+                          const std::string& validation) {
+    const std::string yaml = "model: {preset: resnet20}\ndata: {root: " + files.root + ", train_images: " +
+                             files.train_images + ", train_labels: " + files.train_labels + ", test_images: " +
+                             files.test_images + ", test_labels: " + files.test_labels +
+                             ", image_size: 4, channels: 1, num_classes: 2, mean: [0.5], std: [0.5], train_fraction: " +
+                             fraction + ", subset_seed: " + subset_seed + ", " + validation + "}\nruntime: {seed: " +
+                             runtime_seed + "}\n";
+    return load_config_text(yaml, "nested.yaml");
+  };
+  for (const std::string validation : {"val_fraction: 0.25", "val_per_class: 5"}) {
+    SCOPED_TRACE(validation);
+    std::vector<std::set<int64_t>> train;
+    std::set<int64_t> val;
+    for (const std::string fraction : {"0.1", "0.3", "1.0"}) {
+      const Dataset d = load_dataset(config(fraction, "0", "0", validation).data);
+      train.push_back(ids(d.train));
+      if (val.empty()) val = ids(d.val);
+      EXPECT_EQ(ids(d.val), val) << "the validation split changed with the size";
+      for (int64_t id : ids(d.train)) EXPECT_EQ(val.count(id), 0u) << "image " << id << " is in both splits";
+      // runtime.seed draws nothing.
+      const Dataset other_runtime = load_dataset(config(fraction, "7", "0", validation).data);
+      EXPECT_EQ(ids(other_runtime.train), ids(d.train));
+      EXPECT_EQ(ids(other_runtime.val), val);
+    }
+    ASSERT_FALSE(val.empty());
+    EXPECT_LT(train[0].size(), train[1].size());
+    EXPECT_LT(train[1].size(), train[2].size());
+    for (size_t i = 0; i + 1 < train.size(); ++i)
+      EXPECT_TRUE(std::includes(train[i + 1].begin(), train[i + 1].end(), train[i].begin(), train[i].end()))
+          << "the subsets are not nested";
+    // Another subset seed draws other images.
+    EXPECT_NE(ids(load_dataset(config("0.3", "0", "1", validation).data).train), train[1]);
+  }
+}
+
