@@ -174,6 +174,38 @@ expect_status 5 "is in use by another biaslab process" "rank 0 stopped before tr
   env BIASLAB_LOG_LEVEL=info "$BIASLAB" train "${cfg[@]}" --nproc 2 --out locked
 kill $lock_pid 2>/dev/null || true
 
+# Final weights, 1 rank against 2, where they must agree to rounding: plain SGD (a
+# summed instead of averaged all-reduce doubles every update; AdamW's running-mean loss
+# above is blind to that), fp32, no dropout, no label smoothing.
+PYTHON=${BIASLAB_PYTHON:-/usr/bin/python3}
+sgd=("${cfg[@]}" --set optim.name=sgd --set optim.lr=0.05 --set optim.momentum=0 --set optim.weight_decay=0
+     --set train.label_smoothing=0 --set model.drop_rate=0)
+"$BIASLAB" train "${sgd[@]}" --out sgd1 > sgd1.log 2>&1 || { cat sgd1.log; fail "SGD single-process run failed"; }
+"$BIASLAB" train "${sgd[@]}" --nproc 2 --out sgd2 > sgd2.log 2>&1 || { cat sgd2.log; fail "SGD two-rank run failed"; }
+acc1=$(json_get sgd1/summary.json '["final"]["test_acc"]')
+acc2=$(json_get sgd2/summary.json '["final"]["test_acc"]')
+size=$(json_get sgd1/summary.json '["data"]["test_size"]')
+python3 -c "import sys; a, b, n = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 1 / n + 1e-12 else 1)" \
+  "$acc1" "$acc2" "$size" || fail "final test accuracy: 1 rank $acc1, 2 ranks $acc2 (more than one image apart)"
+if "$PYTHON" -c "import torch" 2>/dev/null; then
+  for n in 1 2; do
+    "$BIASLAB" export sgd$n --format state_dict --out sgd$n.pt > /dev/null 2>&1 || fail "export of sgd$n"
+  done
+  "$PYTHON" - <<'P' || fail "final weights of 1 and 2 ranks differ by more than 1e-5 (relative)"
+import torch
+a = torch.load("sgd1.pt", weights_only=True)
+b = torch.load("sgd2.pt", weights_only=True)
+assert a.keys() == b.keys(), set(a) ^ set(b)
+worst = max(((x - b[k]).norm() / x.norm().clamp_min(1e-12)).item() for k, x in a.items() if x.is_floating_point())
+print(f"largest relative difference of a tensor: {worst:.2e}")
+assert worst <= 1e-5, worst
+P
+  echo "ok: plain SGD, 1 rank and 2 ranks: the same final weights (relative 1e-5) and test accuracy"
+else
+  skip "the 1-vs-2-rank weights comparison ($PYTHON has no torch; install python3-torch)"
+  echo "ok: plain SGD, 1 rank and 2 ranks: the same final test accuracy ($acc1)"
+fi
+
 # The scaling benchmark at a tiny size: its JSON is consistent (no timing assertions).
 python3 "$SRC/scripts/bench_scaling.py" --quick --configs configs/fmnist_vit_lite.yaml --biaslab "$BIASLAB" \
   --cores 2 --json scaling.json > scaling.txt || fail "bench_scaling.py failed: $(tail -5 scaling.txt)"
