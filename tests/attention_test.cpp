@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include <set>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -246,6 +248,24 @@ TEST(Attention, FusedKernelInBf16) {
   compat::clear_autocast_cache();
 }
 
+namespace {
+
+// Whether the autograd graph behind `out` has a node whose name contains `name`.
+bool graph_has_node(const torch::Tensor& out, const std::string& name) {
+  std::vector<std::shared_ptr<torch::autograd::Node>> todo{out.grad_fn()};
+  std::set<torch::autograd::Node*> seen;
+  while (!todo.empty()) {
+    auto node = todo.back();
+    todo.pop_back();
+    if (!node || !seen.insert(node.get()).second) continue;
+    if (node->name().find(name) != std::string::npos) return true;
+    for (const auto& edge : node->next_edges()) todo.push_back(edge.function);
+  }
+  return false;
+}
+
+}  // namespace
+
 TEST(Attention, KernelModeReferenceUsesTheManualPath) {
   torch::manual_seed(13);
   auto o = AttentionOptions(16, 4).relative_position(true).grid(3).prefix_tokens(1);
@@ -257,7 +277,15 @@ TEST(Attention, KernelModeReferenceUsesTheManualPath) {
     EXPECT_TRUE(torch::equal(fused(x), manual(x)));  // the very same operators
   }
   KernelModeScope scope(KernelMode::Fused);
-  EXPECT_FALSE(torch::equal(fused(x), manual(x)));  // the kernel rounds differently
+  // The kernel ran: its autograd node is in the output's graph (not merely "the result
+  // rounds differently", which another fused path would also do).
+  auto xg = x.clone().requires_grad_(true);
+  EXPECT_TRUE(graph_has_node(fused(xg), "AttentionFunction"));
+  EXPECT_FALSE(graph_has_node(manual(xg), "AttentionFunction"));
+  {
+    KernelModeScope reference(KernelMode::Reference);
+    EXPECT_FALSE(graph_has_node(fused(xg), "AttentionFunction"));
+  }
   EXPECT_THROW(set_kernel_mode("fast"), ConfigError);
 }
 

@@ -2,7 +2,7 @@
 # windows) and a ResNet get their pictures, tables and page; bad input gives clear errors.
 source "$(dirname "$0")/lib.sh" "$@"
 cd "$WORK"
-common=(--set data.train_per_class=20 --set train.steps=3 --set runtime.threads=2)
+common=(--set data.train_per_class=20 --set train.steps=3 --set train.precision=fp32 --set runtime.threads=2)
 "$BIASLAB" train -c "$SRC/configs/fmnist_vit_lite.yaml" "${common[@]}" --set model.depth=2 --set model.attn_window=3 \
   --out vit > vit.out 2>&1 || { cat vit.out; fail "ViT training failed"; }
 "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --out resnet > resnet.out 2>&1 \

@@ -27,7 +27,9 @@ done
 if [[ $status == 77 ]]; then
   skip "the torchvision half ($PYTHON has no torch/torchvision; install python3-torchvision)"
 else
-  for spec in "resnet18 0" "vit_b_16 1e-5"; do
+  # Logits against torchvision's (Python's torch and LibTorch may pick other kernels):
+  # the same to 1e-6 for the ResNet (exactly equal where both take the same path).
+  for spec in "resnet18 1e-6" "vit_b_16 1e-5"; do
     read -r name tolerance <<<"$spec"
     for form in state_dict script; do
       "$BIASLAB" convert tv/$name.$form.pt -c $name.yaml --out $name.$form.biaslab.pt --json > convert.json \
@@ -66,7 +68,7 @@ fi
 # evaluate them with the run's config.
 "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" --set data.train_per_class=30 --set data.test_fraction=0.05 \
   --set train.epochs=1 --set train.batch_size=50 --set model.widths=[8,16,32] --set model.layers=[1,1,1] \
-  --set runtime.threads=2 --out run > train.out 2>&1 || { cat train.out; fail "training failed"; }
+  --set train.precision=fp32 --set runtime.threads=2 --out run > train.out 2>&1 || { cat train.out; fail "training failed"; }
 "$BIASLAB" export run --checkpoint last --format state_dict --out run.state_dict.pt > /dev/null || fail "export state_dict"
 "$BIASLAB" eval --weights run.state_dict.pt -c run/config.yaml --json > w.json || fail "eval --weights of the run"
 "$BIASLAB" eval run --checkpoint last --json > r.json || fail "eval of the run"

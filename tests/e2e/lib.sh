@@ -26,6 +26,19 @@ finish_e2e() {
 trap finish_e2e EXIT
 # same_value WHAT A B: A and B are one non-empty value. An empty one (a missing key, a read
 # that failed inside $(...)) never matches, so two failed reads cannot pass as equal.
+# hold_lock FILE: a background process takes an exclusive flock on FILE and holds it
+# until release_lock; returns once the lock is held (polled, not slept for).
+hold_lock() {
+  local ready
+  ready=$(mktemp "$WORK/lock_ready.XXXXXX")
+  python3 -c "import fcntl, sys, time
+f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], 'w').write('locked'); time.sleep(600)" \
+    "$1" "$ready" &
+  LOCK_PID=$!
+  for _ in $(seq 600); do [[ -s $ready ]] && return 0; sleep 0.05; done
+  fail "could not take the lock on $1 within 30 s"
+}
+release_lock() { kill "$LOCK_PID" 2>/dev/null || true; wait "$LOCK_PID" 2>/dev/null || true; }
 same_value() { [[ -n $2 && $2 == "$3" ]] || fail "$1: '$2' vs '$3'"; }
 # expect_status CODE PATTERN... -- CMD...: runs CMD, checks its exit status and that stderr+stdout contain each PATTERN.
 expect_status() {

@@ -10,7 +10,8 @@ cd "$WORK"
 args=(-c "$SRC/configs/fmnist_vit_lite.yaml" --set model.depth=1 --set model.embed_dim=32 --set model.num_heads=2
       --set model.drop_rate=0.1 --set data.train_per_class=33 --set data.val_fraction=0.01 --set data.test_fraction=0.03
       --set train.batch_size=32 --set train.epochs=3 --set train.checkpoint_every=4 --set train.ema_decay=0.9
-      --set train.save_top_k=2 --set sched.warmup_steps=3 --set runtime.threads=2 --set train.log_every=3)
+      --set train.save_top_k=2 --set sched.warmup_steps=3 --set runtime.threads=2 --set train.log_every=3
+      --set train.precision=fp32)
 train() { local out=$1; shift; "$BIASLAB" train "${args[@]}" --out "$out" "$@"; }
 # Weights are compared through their fingerprints (summary.json holds the final ones,
 # eval prints those of best.pt); checkpoint files are not byte-reproducible because
@@ -116,4 +117,21 @@ env BIASLAB_FAULT=nan_loss_at_step:7 "$BIASLAB" train "${args[@]}" --set train.n
 python3 - <<'P' || fail "skipped steps not recorded"
 import json; s = json.load(open("nan_skip/summary.json")); assert s["skipped_steps"] == 1, s
 P
+# bf16 (the studies' precision) resumes bitwise too, where the CPU computes it natively;
+# emulated bf16 (AVX2 only) is ~40x slower and skipped.
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  bf16=(--set train.precision=bf16 --set train.epochs=2)
+  train bf16_ref "${bf16[@]}" > bf16_ref.log 2>&1 || { cat bf16_ref.log; fail "bf16 reference run failed"; }
+  grep -q '"precision": "bf16"' bf16_ref/meta.json || fail "the bf16 run did not record bf16: $(grep precision bf16_ref/meta.json)"
+  status=0
+  BIASLAB_FAULT=kill_after_step:10 train bf16_killed "${bf16[@]}" > bf16_killed.log 2>&1 || status=$?
+  [[ $status == 137 ]] || { cat bf16_killed.log; fail "bf16: expected death by SIGKILL (137), got $status"; }
+  train bf16_killed "${bf16[@]}" >> bf16_killed.log 2>&1 || { cat bf16_killed.log; fail "bf16: resume failed"; }
+  for f in metrics.csv summary.json; do
+    cmp -s bf16_ref/$f bf16_killed/$f || fail "bf16: $f differs from the uninterrupted run"
+  done
+  echo "ok: a bf16 run killed at step 10 resumes bitwise"
+else
+  allowed_skip "bf16 resume: this CPU has no native bf16 (avx512_bf16 or amx_bf16)"
+fi
 echo "resume and reliability end-to-end passed"

@@ -11,7 +11,7 @@ base:
   model: {preset: resnet20}
   data: {preset: fashion_mnist, train_per_class: 20, test_fraction: 0.05}
   optim: {name: adamw, lr: 1.0e-3}
-  train: {steps: 20, batch_size: 32, log_every: 1000, checkpoint_every: 5}
+  train: {steps: 20, batch_size: 32, log_every: 1000, checkpoint_every: 5, precision: fp32}
   runtime: {threads: 1}
 variants:
   model:
@@ -83,10 +83,9 @@ status=0
 echo "ok: --retry-failed"
 
 # Another sweep holding the directory is refused.
-flock "$D/.lock" sleep 3 &
-sleep 0.5
+hold_lock "$D/.lock"
 expect_status 5 "in use by another biaslab sweep" -- "$BIASLAB" sweep -c sweep.yaml
-wait
+release_lock
 
 # A changed sweep file is refused; --force adopts it and restarts only the changed runs.
 sed 's/train_per_class: 20/train_per_class: 21/' sweep.yaml > changed.yaml
@@ -118,11 +117,10 @@ done
 echo "ok: the emitted command reproduces the run bitwise"
 
 # A run directory in use by another process is refused too.
-flock "$D/runs/model=cnn,seed=1/.lock" sleep 5 &
-sleep 0.5
+hold_lock "$D/runs/model=cnn,seed=1/.lock"
 read -ra train_cmd <<<"${cmd%% --out *}"
 expect_status 5 "is in use by another biaslab process" -- "${train_cmd[@]}" --out "$D/runs/model=cnn,seed=1"
-wait
+release_lock
 
 # Slurm array job.
 "$BIASLAB" sweep -c vit_changed.yaml --out $D --emit slurm --cpus-per-task 3 > slurm.log
@@ -163,7 +161,7 @@ base:
   model: {preset: resnet20, widths: [8, 16, 32], layers: [1, 1, 1]}
   data: {preset: fashion_mnist, train_per_class: 20, test_fraction: 0.05}
   optim: {name: adamw, lr: 3.0e-3}
-  train: {steps: 20, batch_size: 32, log_every: 1000}
+  train: {steps: 20, batch_size: 32, log_every: 1000, precision: fp32}
   runtime: {threads: 1}
 grid:
   runtime.seed: [0, 1]

@@ -9,7 +9,7 @@ PY=""
 for p in "$SRC/.venv-torch/bin/python" "${BIASLAB_PYTHON:-}" "$SRC/.venv-tensorboard/bin/python" python3; do
   if [[ -n $p ]] && "$p" -c "import tensorboard" 2>/dev/null; then PY=$p; break; fi
 done
-args=(-c "$SRC/configs/fmnist_resnet20.yaml" --set data.train_per_class=20 --set data.test_fraction=0.02
+args=(-c "$SRC/configs/fmnist_resnet20.yaml" --set data.train_per_class=20 --set data.test_fraction=0.02 --set train.precision=fp32
       --set data.val_fraction=0.01 --set train.epochs=3 --set train.batch_size=20 --set train.log_every=4
       --set train.checkpoint_every=3 --set model.widths=[8,16,32] --set model.layers=[1,1,1] --set runtime.threads=2)
 "$BIASLAB" train "${args[@]}" --out ref > ref.log 2>&1 || { cat ref.log; fail "reference run failed"; }

@@ -36,14 +36,15 @@ P
   echo "ok: eval reproduces $dir"
 }
 common=(--set data.train_per_class=300 --set data.test_fraction=0.2 --set train.epochs=3 --set train.batch_size=64
-        --set runtime.threads=2)
+        --set train.precision=fp32 --set runtime.threads=2)
 "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set sched.warmup_steps=5 --out resnet
 check_run resnet 0.60
 # A ViT learns slowly from 3,000 images (that is the point of the project): a shallow
-# one with a higher learning rate still ends far above the 10% of chance.
+# one with a higher learning rate still ends far above the 10% of chance (0.42 seen;
+# the floor, 2.5x chance, leaves room for another CPU's rounding).
 "$BIASLAB" train -c "$SRC/configs/fmnist_vit_lite.yaml" "${common[@]}" --set sched.warmup_steps=5 \
   --set model.depth=2 --set optim.lr=2e-3 --set train.label_smoothing=0 --set data.val_fraction=0.05 --out vit
-check_run vit 0.35
+check_run vit 0.25
 grep -q "val_acc" vit/summary.json || fail "vit run has no validation metrics"
 # The resolved config reloads and reproduces itself.
 "$BIASLAB" train -c vit/config.yaml --print-config > reprinted.yaml

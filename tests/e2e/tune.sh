@@ -11,7 +11,8 @@ base:
   model: {preset: resnet20, widths: [8, 16, 32], layers: [1, 1, 1]}
   data: {preset: fashion_mnist, train_per_class: 30, val_fraction: 0.2, test_fraction: 0.02}
   optim: {name: adamw, lr: 1.0e-3}
-  train: {steps: 200, batch_size: 32, log_every: 1000, checkpoint_every: 10, eval_every: 10, eval_batch_size: 256}
+  train: {steps: 200, batch_size: 32, log_every: 1000, checkpoint_every: 10, eval_every: 10, eval_batch_size: 256,
+          precision: fp32}
   sched: {warmup_steps: 20}
   runtime: {threads: 1}
 grid:
@@ -129,7 +130,7 @@ base:
   model: {preset: resnet20, widths: [8, 16, 32], layers: [1, 1, 1]}
   data: {preset: fashion_mnist, train_per_class: 20, test_fraction: 0.02}
   optim: {name: sgd, lr: 0.05}
-  train: {epochs: 3, batch_size: 32, log_every: 1000, eval_batch_size: 256}
+  train: {epochs: 3, batch_size: 32, log_every: 1000, eval_batch_size: 256, precision: fp32}
   sched: {warmup_steps: 6}
   runtime: {threads: 1}
 grid:
