@@ -87,6 +87,28 @@ expect_status 2 "--names torchvision" "this model has model.pos_embed relative" 
   "$BIASLAB" export vit_rel --format state_dict --names torchvision
 [[ ! -e vit_rel/export ]] || fail "a refused export left files behind"
 
+# The EMA weights: `eval --ema` reproduces the EMA test accuracy the run recorded, and
+# `export --checkpoint ema` writes those weights (evaluated back through --weights), not
+# the model's.
+"$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --set train.epochs=1 --set train.ema_decay=0.9 \
+  --set sched.warmup_steps=2 --out ema_run > ema_train.out 2>&1 || { cat ema_train.out; fail "EMA training failed"; }
+"$BIASLAB" eval ema_run --checkpoint last --ema --json > ema_eval.json || fail "eval --ema"
+"$BIASLAB" eval ema_run --checkpoint last --json > model_eval.json || fail "eval of the model's weights"
+"$BIASLAB" export ema_run --checkpoint ema --format state_dict --out ema_sd.pt > /dev/null || fail "export --checkpoint ema"
+"$BIASLAB" eval --weights ema_sd.pt -c ema_run/config.yaml --json > ema_weights_eval.json || fail "eval --weights of the EMA export"
+python3 - <<'P' || fail "the EMA weights through eval --ema and export --checkpoint ema"
+import json
+s = json.load(open("ema_run/summary.json"))
+ema, model, exported = (json.load(open(f)) for f in ("ema_eval.json", "model_eval.json", "ema_weights_eval.json"))
+assert ema["ema"] and not model["ema"], (ema["ema"], model["ema"])
+assert ema["test_acc"] == s["final"]["ema_test_acc"], (ema["test_acc"], s["final"])
+assert model["test_acc"] == s["final"]["test_acc"], (model["test_acc"], s["final"])
+assert ema["weights_fingerprint"] != model["weights_fingerprint"], "eval --ema evaluated the model's weights"
+assert exported["test_acc"] == s["final"]["ema_test_acc"], (exported["test_acc"], s["final"])
+print("EMA", ema["test_acc"], "model", model["test_acc"])
+P
+echo "ok: eval --ema and export --checkpoint ema give the EMA weights"
+
 # Bad input.
 expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" export nothing
 expect_status 2 "--checkpoint: 'worst' is not one of best, last, ema" -- "$BIASLAB" export run --checkpoint worst

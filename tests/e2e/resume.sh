@@ -70,6 +70,32 @@ same_as_reference moved log_every_changed
 [[ $(cut -d, -f1 moved/metrics_steps.csv | tr '\n' ' ') == "step 3 7 14 21 28 30 " ]] ||
   fail "moved/metrics_steps.csv steps: $(cut -d, -f1 moved/metrics_steps.csv | tr '\n' ' ')"
 
+# Resumed elsewhere: the data at another path, another thread count, the device named.
+# Not bitwise (a thread count changes reduction order), but the run resumes from its
+# checkpoint at step 8 and finishes all 30 steps; until then `runs` calls it resumable.
+status=0; BIASLAB_FAULT=kill_after_step:9 train elsewhere > elsewhere.log 2>&1 || status=$?
+[[ $status == 137 ]] || { cat elsewhere.log; fail "elsewhere: kill"; }
+"$BIASLAB" runs . --csv > runs.csv || fail "runs after the kill"
+row=$(grep '^elsewhere,' runs.csv) || fail "runs lists no 'elsewhere': $(cat runs.csv)"
+python3 - "$row" <<'P' || fail "runs: the killed run should be resumable at step 8: $row"
+import csv, sys
+r = next(csv.reader([sys.argv[1]]))
+assert (r[4], r[6]) == ("8", "resumable"), r
+P
+ln -s "$(python3 -c "import sys; print(sys.argv[1])" /usr/share/datasets/fashion-mnist)" fmnist_elsewhere
+"$BIASLAB" train --resume elsewhere --set data.root="$WORK/fmnist_elsewhere" --set runtime.threads=1 \
+  --set runtime.device=cpu >> elsewhere.log 2>&1 || { cat elsewhere.log; fail "elsewhere: resume"; }
+grep -q "resuming" elsewhere.log || fail "elsewhere: the second attempt did not resume"
+python3 - <<'P' || fail "elsewhere: the resumed run's summary"
+import json
+s = json.load(open("elsewhere/summary.json"))
+assert s["steps"] == 30 and s["threads"] == 1, (s["steps"], s["threads"])
+P
+grep -q "fmnist_elsewhere" elsewhere/config.yaml || fail "elsewhere: config.yaml does not record the data's new root"
+diff <(head -3 ref/metrics_steps.csv | cut -d, -f1-6) <(head -3 elsewhere/metrics_steps.csv | cut -d, -f1-6) \
+  || fail "elsewhere: the steps before the checkpoint differ from the uninterrupted run's"
+echo "ok: resumed with the data moved, one thread and the device named"
+
 # SIGTERM: finishes the step, writes a checkpoint, exits 75; the rerun resumes.
 status=0; BIASLAB_FAULT=sigterm_after_step:11 train term > term.log 2>&1 || status=$?
 [[ $status == 75 ]] || { cat term.log; fail "SIGTERM: expected exit 75, got $status"; }
