@@ -193,6 +193,58 @@ static void expect_paths_agree(const AttentionOptions& o, const torch::Tensor& x
   }
 }
 
+// The score factor: (1 / sqrt(d) with attn_scale sqrt_dk, else 1) / temperature.
+TEST(Attention, ScoreScaleAndTemperatureMatchTheDefinition) {
+  torch::manual_seed(21);
+  const int64_t dim = 8, heads = 2, d = dim / heads, n = 5;
+  for (const auto& [by_sqrt_dk, tau] : {std::pair{true, 1.0}, std::pair{true, 0.25}, std::pair{false, 1.0},
+                                        std::pair{false, 3.0}}) {
+    Attention attn(AttentionOptions(dim, heads).scale_by_sqrt_dk(by_sqrt_dk).temperature(tau));
+    auto x = torch::randn({1, n, dim});
+    auto qkv = attn->qkv(x)[0];
+    std::vector<torch::Tensor> outs;
+    const double factor = (by_sqrt_dk ? 1.0 / std::sqrt(double(d)) : 1.0) / tau;
+    EXPECT_DOUBLE_EQ(attn->options.score_scale(d), factor);
+    for (int64_t h = 0; h < heads; ++h) {
+      auto q = qkv.narrow(1, h * d, d), k = qkv.narrow(1, dim + h * d, d), v = qkv.narrow(1, 2 * dim + h * d, d);
+      outs.push_back(torch::mm(torch::softmax(torch::mm(q, k.t()) * factor, 1), v));
+    }
+    EXPECT_TRUE(torch::allclose(attn(x)[0], attn->proj(torch::cat(outs, 1)), 1e-5, 1e-6))
+        << "sqrt_dk " << by_sqrt_dk << " temperature " << tau;
+  }
+  // Every path applies it: biaslab's kernel and LibTorch's (2.x) against the manual one.
+  KernelModeScope scope(KernelMode::Fused);
+  for (const auto& o : {AttentionOptions(16, 4).temperature(0.3), AttentionOptions(16, 4).scale_by_sqrt_dk(false),
+                        AttentionOptions(16, 4).temperature(2.0).window(3).grid(4).prefix_tokens(1)})
+    expect_paths_agree(o, torch::randn({2, 17, 16}), 1e-5, 1e-5,
+                       "temperature " + std::to_string(o.temperature()) + " sqrt_dk " + std::to_string(o.scale_by_sqrt_dk()));
+}
+
+// The claim behind the sqrt(d) scaling, at initialisation: with unit-variance q and k
+// components (inputs N(0, 1), projection rows of unit norm), a query's scores over
+// the keys have variance ~ d unscaled and ~ 1 divided by sqrt(d). Read from the kept
+// softmax weights: log A_ij = s_ij - lse_i, so their spread over j is the scores'.
+TEST(Attention, ScoreVarianceIsTheHeadWidthUnlessScaled) {
+  torch::NoGradGuard no_grad;
+  for (const int64_t d : {8, 32, 64}) {
+    const int64_t heads = 2, dim = heads * d, n = 128;
+    for (const bool by_sqrt_dk : {true, false}) {
+      torch::manual_seed(30 + d);
+      Attention attn(AttentionOptions(dim, heads).scale_by_sqrt_dk(by_sqrt_dk).qkv_bias(false));
+      attn->to(torch::kDouble);
+      // Rows of unit norm: each q and k component has variance exactly 1 over the inputs.
+      auto w = torch::randn_like(attn->qkv->weight);
+      attn->qkv->weight.copy_(w / w.norm(2, {1}, true));
+      attn->keep_attention(true);
+      attn(torch::randn({4, n, dim}, torch::kDouble));
+      const auto spread = attn->last_attention().log().var(-1).mean().item<double>();  // over keys, averaged
+      const double expected = by_sqrt_dk ? 1.0 : double(d);
+      // Sampling error: 4 x 2 x 128 queries of 128 scores each; a 15% band.
+      EXPECT_NEAR(spread / expected, 1.0, 0.15) << "d " << d << " sqrt_dk " << by_sqrt_dk << ": " << spread;
+    }
+  }
+}
+
 TEST(Attention, FusedAndManualPathsAgree) {
   // runtime.kernels fused: biaslab's CPU kernel (layers/attention_kernel.h), on every
   // LibTorch; auto: the same kernel in fp32 on the CPU (LibTorch's own fused attention

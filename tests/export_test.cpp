@@ -40,6 +40,8 @@ std::vector<Case> cases() {
       {"vit_no_pos_seq_pool", "vit_lite_p4", with(tiny_vit, {"model.pos_embed=none", "model.pool=seq"})},
       {"vit_relative", "vit_lite_p4", with(tiny_vit, {"model.pos_embed=relative"})},
       {"vit_window", "vit_lite_p4", with(tiny_vit, {"model.attn_window=3"})},
+      {"vit_unscaled_hot", "vit_lite_p4", with(tiny_vit, {"model.attn_scale=none", "model.attn_temperature=4.0"})},
+      {"vit_window_cold", "vit_lite_p4", with(tiny_vit, {"model.attn_window=3", "model.attn_temperature=0.5"})},
       {"vit_window_relative_gap", "vit_lite_p4",
        with(tiny_vit, {"model.attn_window=3", "model.pos_embed=relative", "model.pool=gap"})},
       {"vit_layer_scale_no_qkv_bias", "vit_lite_p4", with(tiny_vit, {"model.layer_scale_init=0.1", "model.qkv_bias=false"})},

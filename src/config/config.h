@@ -40,6 +40,8 @@ struct ModelConfig {
   int64_t attn_window = 0;       ///< 0 = global attention; k (odd) = k x k patch neighbourhoods
   int64_t gpsa_layers = 0;       ///< leading blocks with ConViT gated positional self-attention
   double locality_strength = 1.0;  ///< GPSA: initial sharpness of the convolution-like positional attention
+  std::string attn_scale = "sqrt_dk";  ///< sqrt_dk (scores q.k / sqrt(head width)) | none (unscaled)
+  double attn_temperature = 1.0;       ///< softmax temperature: scores divided by it (> 0)
   bool rezero = false;           ///< ReZero: a scalar residual gain from 0 on every branch
   // Start from weights saved elsewhere (export/weights.h): a torch.save'd dict of tensors
   // or a TorchScript module, torchvision / timm / biaslab names. Fresh runs only.

@@ -231,6 +231,8 @@ void add_model_fields(FieldTable& t, ModelConfig& m) {
   t.integer("model.attn_window", m.attn_window, 0);
   t.integer("model.gpsa_layers", m.gpsa_layers, 0);
   t.number("model.locality_strength", m.locality_strength, 0.0, 100.0);
+  t.choice("model.attn_scale", m.attn_scale, {"sqrt_dk", "none"});
+  t.number("model.attn_temperature", m.attn_temperature, 0.0, 1000.0, true);
   t.boolean("model.rezero", m.rezero);
   t.family_scope = {};
   t.text("model.init_from", m.init_from);

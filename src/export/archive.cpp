@@ -59,6 +59,7 @@ void check_torchvision_names(const ModelConfig& m, const StateDict& native) {
   if (m.attn_window != 0) differences.push_back("model.attn_window " + std::to_string(m.attn_window));
   if (m.gpsa_layers != 0) differences.push_back("model.gpsa_layers " + std::to_string(m.gpsa_layers));
   if (!m.qkv_bias) differences.push_back("model.qkv_bias false");
+  if (m.attn_scale != "sqrt_dk" || m.attn_temperature != 1.0) differences.push_back("model.attn_scale / attn_temperature");
   if (m.layer_scale_init > 0 || m.rezero) differences.push_back("LayerScale / ReZero");
   for (const auto& [key, t] : native)
     if (differences.empty() && vit_name_to_torchvision(key) == key) differences.push_back("the tensor " + key);

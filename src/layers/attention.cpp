@@ -128,7 +128,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const bool cpu_kernel = fusable && attention_cpu_supports(qkv_out) && (!is_training() || options.attn_drop() == 0.0);
   if (cpu_kernel && (mode == KernelMode::Fused || qkv_out.scalar_type() == torch::kFloat)) {
     const torch::Tensor bias = relative_position_bias_table.defined() ? relative_bias(n, x.device()) : torch::Tensor();
-    auto out = attention_cpu(qkv_out, h, bias, mask_, 1.0 / std::sqrt(double(d)));  // (B, N, C)
+    auto out = attention_cpu(qkv_out, h, bias, mask_, options.score_scale(d));  // (B, N, C)
     return proj_drop(linear(proj, out));
   }
   // (B, N, 3C) -> (B, N, 3, H, D) -> (3, B, H, N, D)
@@ -147,11 +147,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
     } else if (mask_.defined()) {
       mask = mask_;
     }
-    auto out = compat::fused_attention(q, k, v, mask, is_training() ? options.attn_drop() : 0.0);  // (B, H, N, D)
+    // LibTorch's kernel divides by sqrt(d); another score scale goes into q.
+    const double q_gain = options.score_scale(d) * std::sqrt(double(d));
+    auto out = compat::fused_attention(q_gain == 1.0 ? q : q * q_gain, k, v, mask,
+                                       is_training() ? options.attn_drop() : 0.0);  // (B, H, N, D)
     return proj_drop(linear(proj, out.transpose(1, 2).reshape({b, n, c})));
   }
-  // Scale q before the product: the score variance stays ~1 and N x N work is saved.
-  auto attn = torch::matmul(q * (1.0 / std::sqrt(double(d))), k.transpose(-2, -1));  // (B, H, N, N)
+  // Scale q before the product (AttentionOptions::score_scale): N x N work is saved.
+  auto attn = torch::matmul(q * options.score_scale(d), k.transpose(-2, -1));  // (B, H, N, N)
   if (relative_position_bias_table.defined()) attn = attn + relative_bias(n, x.device()).to(attn.scalar_type());
   if (mask_.defined()) attn = attn.masked_fill(mask_.logical_not(), -std::numeric_limits<float>::infinity());
   attn = attn.softmax(-1);

@@ -3,6 +3,8 @@
 // arXiv:1706.03762; layout as timm's `Attention`).
 //   a_ij = softmax_j(q_i . k_j / sqrt(d_k)),   z_i = sum_j a_ij v_j
 // Without positional information it is permutation-equivariant: Attn(PX) = P Attn(X).
+#include <cmath>
+
 #include <torch/nn/cloneable.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
@@ -14,6 +16,10 @@ namespace biaslab {
 
 struct AttentionOptions {
   AttentionOptions(int64_t dim, int64_t num_heads) : dim_(dim), num_heads_(num_heads) {}
+  /// The factor the scores q . k are multiplied by: (1 / sqrt(head_dim) or 1) / temperature.
+  double score_scale(int64_t head_dim) const {
+    return (scale_by_sqrt_dk_ ? 1.0 / std::sqrt(double(head_dim)) : 1.0) / temperature_;
+  }
   /// Token width; must be divisible by num_heads.
   TORCH_ARG(int64_t, dim);
   /// Number of heads, each of width dim / num_heads.
@@ -45,6 +51,13 @@ struct AttentionOptions {
   TORCH_ARG(bool, gated_positional) = false;
   /// GPSA: sharpness alpha of the initial positional attention, exp(-alpha |r - offset_h|^2).
   TORCH_ARG(double, locality_strength) = 1.0;
+  /// Divide the scores q . k by sqrt(head width) (Vaswani et al. 2017): with unit-variance
+  /// q and k their variance is the head width, and the scaling brings it to ~1, keeping
+  /// the softmax away from one-hot, where its Jacobian vanishes. false: unscaled q . k.
+  TORCH_ARG(bool, scale_by_sqrt_dk) = true;
+  /// Softmax temperature tau > 0: the scores are divided by it. tau -> 0 moves attention
+  /// towards argmax retrieval, tau -> infinity towards the uniform mean of the values.
+  TORCH_ARG(double, temperature) = 1.0;
   /// Use a fused attention kernel where the weights are not needed (keep_attention off,
   /// no GPSA) and runtime.kernels is not `reference`: with `fused`, on the CPU biaslab's
   /// own (layers/attention_kernel.h; not with attention dropout while training);

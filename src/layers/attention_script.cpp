@@ -25,8 +25,9 @@ std::string relative_bias_expr(int64_t grid, int64_t prefix) {
   return bias;
 }
 
-// out = softmax(q k^T / sqrt(d) + bias) v by the fused kernels; `bias` "" = none.
-std::string fused_attention(const std::string& bias, bool window) {
+// out = softmax(q k^T * scale + bias) v by the fused kernels; `bias` "" = none. The
+// kernel divides by sqrt(d): `q_gain` = scale * sqrt(d) multiplies q first (1: nothing).
+std::string fused_attention(const std::string& bias, bool window, double q_gain) {
   std::string s, mask = "None";
   if (!bias.empty()) {
     s += "    mask = " + bias + "\n";
@@ -36,12 +37,13 @@ std::string fused_attention(const std::string& bias, bool window) {
   } else if (window) {
     mask = "self.attn_mask";
   }
-  return s + "    out = torch.scaled_dot_product_attention(q, k, v, " + mask + ", 0.0, False)\n";
+  const std::string q = q_gain == 1.0 ? "q" : "q * " + lit(q_gain);
+  return s + "    out = torch.scaled_dot_product_attention(" + q + ", k, v, " + mask + ", 0.0, False)\n";
 }
 
-// attn = softmax(q k^T / sqrt(d) + bias), masked to the window; `bias` "" = none.
-std::string attention_weights(int64_t head_dim, const std::string& bias, bool window) {
-  std::string s = "    attn = torch.matmul(q * " + lit(1.0 / std::sqrt(double(head_dim))) + ", k.transpose(-2, -1))\n";
+// attn = softmax(q k^T * scale + bias), masked to the window; `bias` "" = none.
+std::string attention_weights(double scale, const std::string& bias, bool window) {
+  std::string s = "    attn = torch.matmul(q * " + lit(scale) + ", k.transpose(-2, -1))\n";
   if (!bias.empty()) s += "    attn = attn + " + bias + ".to(attn.dtype)\n";
   if (window) s += "    attn = attn.masked_fill(torch.logical_not(self.attn_mask), float(\"-inf\"))\n";
   return s + "    attn = torch.softmax(attn, -1)\n";
@@ -76,9 +78,9 @@ torch::jit::Module AttentionImpl::to_script(script::Builder& b, const std::strin
   const std::string bias = rel ? relative_bias_expr(o.grid(), o.prefix_tokens()) : "";
   // The same kernels as the native module: the fused one where this LibTorch has it.
   if (!o.gated_positional() && compat::has_fused_attention()) {
-    s += fused_attention(bias, window);
+    s += fused_attention(bias, window, o.score_scale(d) * std::sqrt(double(d)));
   } else {
-    s += attention_weights(d, bias, window);
+    s += attention_weights(o.score_scale(d), bias, window);
     if (o.gated_positional()) {
       mem.modules.emplace_back("pos_proj", b.module(*pos_proj, join(path, "pos_proj")));
       mem.params.emplace_back("gating_param", gating_param);

@@ -49,7 +49,9 @@ void TransformerBlockImpl::reset() {
                                                 .prefix_tokens(options.prefix_tokens())
                                                 .relative_position(options.relative_position())
                                                 .gated_positional(options.gated_positional())
-                                                .locality_strength(options.locality_strength())));
+                                                .locality_strength(options.locality_strength())
+                                                .scale_by_sqrt_dk(options.attn_scale_by_sqrt_dk())
+                                                .temperature(options.attn_temperature())));
   norm2 = make_token_norm(options.norm(), dim);
   register_module("norm2", norm2.ptr());
   const auto hidden = static_cast<int64_t>(double(dim) * options.mlp_ratio());

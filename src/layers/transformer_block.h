@@ -46,6 +46,9 @@ struct TransformerBlockOptions {
   /// ConViT gated positional self-attention (see AttentionOptions).
   TORCH_ARG(bool, gated_positional) = false;
   TORCH_ARG(double, locality_strength) = 1.0;
+  /// Score scaling and softmax temperature (see AttentionOptions).
+  TORCH_ARG(bool, attn_scale_by_sqrt_dk) = true;
+  TORCH_ARG(double, attn_temperature) = 1.0;
   /// ReZero (Bachlechner et al. 2020, arXiv:2003.04887): one scalar gain per branch,
   /// starting at 0 so the block starts as the identity (stored as ls1/ls2 of width 1).
   TORCH_ARG(bool, rezero) = false;

@@ -50,6 +50,8 @@ ViTOptions vit_options(const ModelConfig& m, const InputSpec& in) {
       .attn_window(m.attn_window)
       .gpsa_layers(m.gpsa_layers)
       .locality_strength(m.locality_strength)
+      .attn_scale_by_sqrt_dk(m.attn_scale == "sqrt_dk")
+      .attn_temperature(m.attn_temperature)
       .rezero(m.rezero)
       .residual(m.residual);
 }

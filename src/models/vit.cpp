@@ -47,6 +47,8 @@ ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
                                            .relative_position(pe == "relative")
                                            .gated_positional(gpsa)
                                            .locality_strength(options.locality_strength())
+                                           .attn_scale_by_sqrt_dk(options.attn_scale_by_sqrt_dk())
+                                           .attn_temperature(options.attn_temperature())
                                            .layer_scale_init(options.layer_scale_init())
                                            .rezero(options.rezero())
                                            .mlp_ratio(options.mlp_ratio())

@@ -62,6 +62,10 @@ struct ViTOptions {
   /// it joins after them (d'Ascoli et al. 2021).
   TORCH_ARG(int64_t, gpsa_layers) = 0;
   TORCH_ARG(double, locality_strength) = 1.0;
+  /// Attention scores divided by sqrt(head width) (true) or not, and by a softmax
+  /// temperature (see AttentionOptions).
+  TORCH_ARG(bool, attn_scale_by_sqrt_dk) = true;
+  TORCH_ARG(double, attn_temperature) = 1.0;
   /// ReZero scalar residual gains from 0 (see TransformerBlockOptions).
   TORCH_ARG(bool, rezero) = false;
 };
