@@ -172,3 +172,28 @@ TEST(ReceptiveField, ViTFeatureMapIsThePatchGrid) {
   const auto erf = effective_receptive_field(feature_map_fn(*vit), torch::randn({2, 1, 16, 16}));
   EXPECT_EQ(support_side(erf), 16);  // global attention: every pixel matters
 }
+
+// Entropy and score variance of known rows: uniform over k keys gives log k and 0, a
+// one-hot row 0 (and no variance: one key attended), softmax(s) gives back var(s).
+TEST(AttentionStats, EntropyAndScoreVarianceOfKnownRows) {
+  auto a = torch::zeros({1, 3, 4, 4}, torch::kDouble);
+  a.select(1, 0).fill_(0.25);                        // head 0: uniform over 4 keys
+  a.select(1, 1).select(2, 2).fill_(1.0);            // head 1: one-hot on key 2
+  const auto s = torch::tensor({0.5, -1.0, 2.0, 0.0}, torch::kDouble);
+  a.select(1, 2).copy_(torch::softmax(s, 0).expand({4, 4}));  // head 2: softmax of known scores
+  const auto entropy = attention_entropy(a);
+  EXPECT_NEAR(entropy[0].item<double>(), std::log(4.0), 1e-12);
+  EXPECT_NEAR(entropy[1].item<double>(), 0.0, 1e-12);
+  const auto p = torch::softmax(s, 0);
+  EXPECT_NEAR(entropy[2].item<double>(), -(p * p.log()).sum().item<double>(), 1e-12);
+  const auto var = score_variance(a);
+  EXPECT_NEAR(var[0].item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(var[1].item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(var[2].item<double>(), s.var().item<double>(), 1e-12);  // sample variance, as score_variance
+  // Keys a query cannot attend (weight 0: outside a window) are left out.
+  auto masked = torch::zeros({1, 1, 1, 6}, torch::kDouble);
+  masked.narrow(3, 0, 4).copy_(torch::softmax(s, 0).view({1, 1, 1, 4}));
+  EXPECT_NEAR(score_variance(masked)[0].item<double>(), s.var().item<double>(), 1e-12);
+  EXPECT_NEAR(attention_entropy(masked)[0].item<double>(), entropy[2].item<double>(), 1e-12);
+}
+

@@ -37,7 +37,7 @@ double token_stride_px(const ModelConfig& m) {
 // Per block, over the statistics' images: mean distances weighted by images, kernel
 // moments summed, and the number of prefix tokens (class token) before the patches.
 struct BlockStatistics {
-  std::vector<torch::Tensor> dist_sum;
+  std::vector<torch::Tensor> dist_sum, entropy_sum, score_var_sum;  ///< per block (H), times images
   std::vector<KernelMoments> moments;
   std::vector<int64_t> prefixes;
 };
@@ -45,7 +45,9 @@ struct BlockStatistics {
 BlockStatistics block_statistics(ViTImpl& vit, const AnalysisImages& images, int64_t g, double patch_px) {
   const int64_t n = images.n, p = g * g;
   const size_t blocks = vit.blocks->size();
-  BlockStatistics s{std::vector<torch::Tensor>(blocks), std::vector<KernelMoments>(blocks), std::vector<int64_t>(blocks)};
+  BlockStatistics s{std::vector<torch::Tensor>(blocks), std::vector<torch::Tensor>(blocks), std::vector<torch::Tensor>(blocks),
+                    std::vector<KernelMoments>(blocks), std::vector<int64_t>(blocks)};
+  const auto accumulate = [](torch::Tensor& sum, const torch::Tensor& x) { sum = sum.defined() ? sum + x : x; };
   for (int64_t begin = 0; begin < n; begin += kBatch) {
     const int64_t len = std::min(kBatch, n - begin);
     const auto attn = collect_attention(vit, images.x.narrow(0, begin, len));
@@ -53,6 +55,8 @@ BlockStatistics block_statistics(ViTImpl& vit, const AnalysisImages& images, int
       s.prefixes[b] = attn[b].size(2) - p;
       const auto d = mean_attention_distance(attn[b], g, s.prefixes[b], patch_px) * double(len);
       s.dist_sum[b] = s.dist_sum[b].defined() ? s.dist_sum[b] + d : d;
+      accumulate(s.entropy_sum[b], attention_entropy(attn[b]) * double(len));
+      accumulate(s.score_var_sum[b], score_variance(attn[b]) * double(len));
       s.moments[b].add(attn[b], g, s.prefixes[b]);
     }
   }
@@ -73,7 +77,8 @@ double uniform_distance(ViTImpl& vit, size_t b, int64_t prefix, int64_t g, doubl
 int64_t write_attention_tables(AnalysisPage& page, ViTImpl& vit, const BlockStatistics& stats, int64_t n, int64_t g,
                                double patch_px, const std::string& model_name) {
   const size_t blocks = stats.dist_sum.size();
-  std::string csv = "block,head,mean_distance_px\n", var_csv = "block,kernel_variance\n";
+  std::string csv = "block,head,mean_distance_px\n", var_csv = "block,kernel_variance\n",
+              entropy_csv = "block,head,entropy_nats,score_variance\n";
   plot::LineChart chart;
   chart.title = "Mean attention distance (" + model_name + ")";
   chart.x_label = "block";
@@ -84,10 +89,14 @@ int64_t write_attention_tables(AnalysisPage& page, ViTImpl& vit, const BlockStat
   page.md << "## Attention\n\n" << blocks << " blocks x " << heads << " heads on a " << g << " x " << g
           << " patch grid (" << fixed(patch_px, 1) << " px per patch).\n\n"
           << "| block | mean distance (px), mean of heads | min head | max head | uniform attention over the same keys "
-             "| kernel variance across images |\n"
-          << "| --- | --- | --- | --- | --- | --- |\n";
+             "| kernel variance across images | entropy (nats), mean of heads | score variance, mean of heads |\n"
+          << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (size_t b = 0; b < blocks; ++b) {
     const auto dist = stats.dist_sum[b] / double(n);
+    const auto entropy = stats.entropy_sum[b] / double(n), score_var = stats.score_var_sum[b] / double(n);
+    for (int64_t h = 0; h < heads; ++h)
+      entropy_csv += std::to_string(b) + "," + std::to_string(h) + "," + fixed(entropy[h].item<double>(), 4) + "," +
+                     fixed(score_var[h].item<double>(), 4) + "\n";
     const double var = stats.moments[b].variance();
     const double uniform = uniform_distance(vit, b, stats.prefixes[b], g, patch_px);
     for (int64_t h = 0; h < heads; ++h) {
@@ -103,15 +112,20 @@ int64_t write_attention_tables(AnalysisPage& page, ViTImpl& vit, const BlockStat
     per_block.push_back({{"block", b}, {"mean_distance_px", dist.mean().item<double>()},
                          {"uniform_reference_px", uniform},
                          {"heads_px", std::vector<double>(dist.data_ptr<double>(), dist.data_ptr<double>() + heads)},
-                         {"kernel_variance", var}});
+                         {"kernel_variance", var},
+                         {"entropy_nats", std::vector<double>(entropy.data_ptr<double>(), entropy.data_ptr<double>() + heads)},
+                         {"score_variance",
+                          std::vector<double>(score_var.data_ptr<double>(), score_var.data_ptr<double>() + heads)}});
     page.md << "| " << b << " | " << fixed(dist.mean().item<double>(), 2) << " | " << fixed(dist.min().item<double>(), 2)
-            << " | " << fixed(dist.max().item<double>(), 2) << " | " << fixed(uniform, 2) << " | " << v.str() << " |\n";
+            << " | " << fixed(dist.max().item<double>(), 2) << " | " << fixed(uniform, 2) << " | " << v.str() << " | "
+            << fixed(entropy.mean().item<double>(), 3) << " | " << fixed(score_var.mean().item<double>(), 3) << " |\n";
   }
   var_csv += "conv,0 (by construction)\n";
   page.numbers["attention"] = per_block;
   page.numbers["patch_px"] = patch_px;
   page.text("attention_distance.csv", csv);
   page.text("kernel_variance.csv", var_csv);
+  page.text("attention_entropy.csv", entropy_csv);
   plot::draw(chart, page.add("attention_distance.png"));
   return heads;
 }
@@ -226,7 +240,12 @@ void write_attention(AnalysisPage& page, ViTImpl& vit, const Config& cfg, const 
              "mean distance to the patch keys in input pixels, averaged over queries and images; one line per head "
              "(`attention_distance.csv`). The uniform reference is the same statistic for attention spread evenly over "
              "the keys the block may attend (the whole grid, or the local window). Kernel variance: the variance across "
-             "images of each patch query's weight on each patch key it can attend, averaged (0 for a convolution).\n\n"
+             "images of each patch query's weight on each patch key it can attend, averaged (0 for a convolution). "
+             "Entropy: of each attention row, in nats, averaged over queries and images (0 for one-hot attention, "
+             "log k for attention spread evenly over k keys). Score variance: the variance over the keys a query "
+             "attends of the scores the softmax saw (log A_ij; model.attn_scale, model.attn_temperature and relative "
+             "bias included), averaged; ~1 at initialisation with the sqrt(d) scaling. Per head: "
+             "`attention_entropy.csv`.\n\n"
           << "![mean attention distance](attention_distance.png)\n\n"
           << "![attention maps](attention_maps_0.png)\n\n![rollout](rollout.png)\n\n"
           << "![dynamic kernels](dynamic_kernels.png)\n";

@@ -43,6 +43,22 @@ std::vector<torch::Tensor> collect_attention(ViTImpl& vit, const torch::Tensor& 
   return out;
 }
 
+torch::Tensor attention_entropy(const torch::Tensor& attn) {
+  const auto a = attn.to(torch::kDouble);
+  const auto terms = torch::where(a > 0, -a * a.clamp_min(1e-300).log(), torch::zeros_like(a));
+  return terms.sum(-1).mean(torch::IntArrayRef{0, 2});  // (H)
+}
+
+torch::Tensor score_variance(const torch::Tensor& attn) {
+  const auto a = attn.to(torch::kDouble);
+  const auto on = (a > 0).to(torch::kDouble);
+  const auto logs = torch::where(a > 0, a.clamp_min(1e-300).log(), torch::zeros_like(a));
+  const auto k = on.sum(-1).clamp_min(1.0);
+  const auto mean = logs.sum(-1) / k;
+  const auto var = ((logs - mean.unsqueeze(-1)).pow(2) * on).sum(-1) / (k - 1.0).clamp_min(1.0);  // sample variance
+  return var.mean(torch::IntArrayRef{0, 2});  // (H)
+}
+
 torch::Tensor mean_attention_distance(const torch::Tensor& attn, int64_t grid, int64_t prefix, double patch_px) {
   auto w = patch_weights(attn, grid, prefix);  // (B, H, P, P)
   auto r = torch::arange(grid * grid, torch::kLong).div(grid, "floor").to(torch::kDouble);

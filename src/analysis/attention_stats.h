@@ -22,6 +22,16 @@ std::vector<torch::Tensor> collect_attention(ViTImpl& vit, const torch::Tensor& 
 /// with `prefix` leading non-patch tokens and a grid x grid patch grid. Returns (H).
 torch::Tensor mean_attention_distance(const torch::Tensor& attn, int64_t grid, int64_t prefix, double patch_px);
 
+/// Mean entropy of the attention rows per head, in nats, over images and queries: 0 for a
+/// one-hot row, log(k) for a row spread evenly over k keys. attn: (B, H, N, N). Returns (H).
+torch::Tensor attention_entropy(const torch::Tensor& attn);
+
+/// Per head, the variance over the keys a query attends (weights > 0) of log A_ij, which
+/// is the score s_ij the softmax saw minus the row's log-sum-exp: the variance of the
+/// scores, scale, temperature and relative bias included, averaged over queries and
+/// images (of GPSA's mixed weights, the logs of the mixture). Returns (H).
+torch::Tensor score_variance(const torch::Tensor& attn);
+
 /// Attention rollout (Abnar & Zuidema 2020): per block the head-mean attention mixed with
 /// the identity (0.5 A + 0.5 I, rows renormalised), multiplied through the blocks. Blocks
 /// with fewer tokens (GPSA blocks before the class token joins) are embedded with the

@@ -10,7 +10,7 @@ common=(--set data.train_per_class=20 --set train.steps=3 --set train.precision=
 
 "$BIASLAB" analyze vit --images 8 --show 3 > vit_analyze.out
 for f in filters.png receptive_field.png receptive_field.csv attention_maps_0.png attention_maps_2.png rollout.png dynamic_kernels.png \
-         attention_distance.png attention_distance.csv kernel_variance.csv analysis.json README.md; do
+         attention_distance.png attention_distance.csv kernel_variance.csv attention_entropy.csv analysis.json README.md; do
   [[ -s vit/analysis/$f ]] || fail "vit/analysis/$f missing or empty"
 done
 for png in vit/analysis/*.png; do
@@ -27,6 +27,13 @@ assert n["images"] == 8 and n["patch_px"] == 4.0 and len(n["attention"]) == 2, n
 assert n["receptive_field"]["theoretical_px"] > 0, n  # windows: a finite theoretical field
 page = open("vit/analysis/README.md").read()
 assert "![mean attention distance](attention_distance.png)" in page and "| block |" in page
+# Entropy per head between 0 and log(9) (a 3 x 3 window and the class token: at most 10
+# keys), the score variance non-negative; the same numbers in analysis.json.
+import math
+ent = list(csv.DictReader(open("vit/analysis/attention_entropy.csv")))
+assert len(ent) == 2 * 4, len(ent)
+assert all(0 <= float(r["entropy_nats"]) <= math.log(10) + 1e-9 and float(r["score_variance"]) >= 0 for r in ent), ent
+assert abs(float(ent[0]["entropy_nats"]) - n["attention"][0]["entropy_nats"][0]) < 1e-4, (ent[0], n["attention"][0])
 P
 echo "ok: ViT analysis"
 
