@@ -1,11 +1,15 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "analysis/attention_stats.h"
+#include "analysis/probes.h"
 #include "analysis/receptive_field.h"
 #include "config/loader.h"
+#include "data/transforms.h"
 #include "models/registry.h"
 #include "models/vit.h"
 
@@ -197,3 +201,64 @@ TEST(AttentionStats, EntropyAndScoreVarianceOfKnownRows) {
   EXPECT_NEAR(attention_entropy(masked)[0].item<double>(), entropy[2].item<double>(), 1e-12);
 }
 
+
+// The probes' transformations on known images, and the invariance they exist to show:
+// a ViT without positions and with mean pooling gives the same logits for its tokens in
+// any order (a tile shuffle of patch-sized tiles), one with learned positions does not.
+TEST(Probes, ShiftShuffleAndTheInvarianceOfAPositionFreeViT) {
+  auto img = torch::arange(16, torch::kUInt8).view({1, 1, 4, 4});
+  const auto right = shift_images(img, 1, 0);
+  EXPECT_EQ(right[0][0][0][0].item<int>(), 0);   // vacated column
+  EXPECT_EQ(right[0][0][0][1].item<int>(), 0);   // was (0, 0)
+  EXPECT_EQ(right[0][0][2][3].item<int>(), 10);  // was (2, 2)
+  const auto up = shift_images(img, 0, -1);
+  EXPECT_EQ(up[0][0][0][0].item<int>(), 4);
+  EXPECT_EQ(up[0][0][3][0].item<int>(), 0);
+  EXPECT_TRUE(torch::equal(shift_images(img, 0, 0), img));
+  // 2 x 2 tiles of a 4 x 4 image: tile 0 of the output is tile 3 of the input.
+  const auto shuffled = shuffle_blocks(img, 2, {3, 2, 1, 0});
+  EXPECT_EQ(shuffled[0][0][0][0].item<int>(), 10);
+  EXPECT_EQ(shuffled[0][0][3][3].item<int>(), 5);
+  EXPECT_TRUE(torch::equal(shuffle_blocks(img, 2, {0, 1, 2, 3}), img));
+  const auto perm = block_permutation(49, 0);
+  EXPECT_FALSE(std::is_sorted(perm.begin(), perm.end()));
+  EXPECT_EQ(std::set<int64_t>(perm.begin(), perm.end()).size(), 49u);
+  // Rotation by 0 at scale 1 changes nothing; by 90 degrees moves a corner to a corner.
+  auto square = torch::zeros({1, 1, 8, 8}, torch::kUInt8);
+  square.narrow(2, 0, 2).narrow(3, 0, 2).fill_(200);
+  EXPECT_TRUE(torch::equal(rotate_scale(square, 0.0, 1.0), square));
+  const auto turned = rotate_scale(square, 90.0, 1.0);
+  EXPECT_EQ(turned.sum().item<int64_t>(), square.sum().item<int64_t>());
+  EXPECT_EQ(turned[0][0][0][0].item<int>() + turned[0][0][7][7].item<int>() + turned[0][0][0][7].item<int>() +
+                turned[0][0][7][0].item<int>() - square[0][0][0][0].item<int>(),
+            0);  // the corner moved to another corner
+  EXPECT_EQ(turned[0][0][0][0].item<int>(), 0);
+
+  torch::manual_seed(5);
+  const auto images = torch::randint(0, 256, {6, 1, 28, 28}, torch::kLong).to(torch::kUInt8);
+  const auto labels = torch::randint(0, 3, {6}, torch::kLong);
+  const auto tiles = block_permutation(49, 0);
+  auto logits = [&](Classifier& m, const torch::Tensor& x) {
+    torch::NoGradGuard g;
+    m.eval();
+    return m.forward(normalize(x, {0.5}, {0.5}));
+  };
+  for (const std::string pos : {"none", "learned"}) {
+    // (tiny_vit perturbs every parameter: learned positions that matter.)
+    auto model = tiny_vit({"model.pos_embed=" + pos, "model.pool=gap", "model.patch_size=4", "data.image_size=28"});
+    const auto a = logits(*model, images), b = logits(*model, shuffle_blocks(images, 4, tiles));
+    if (pos == "none") {
+      EXPECT_TRUE(torch::allclose(a, b, 1e-4, 1e-5)) << (a - b).abs().max().item<double>();
+    } else {
+      EXPECT_FALSE(torch::allclose(a, b, 1e-4, 1e-5));
+    }
+    const auto points = run_probes(*model, images, labels, {0.5}, {0.5}, 2, 4);
+    ASSERT_EQ(points.size(), 3u + 1u + 2u + 2u);
+    EXPECT_EQ(points[0].probe, "translation");
+    EXPECT_EQ(points[0].consistency, 1.0);  // a shift of 0
+    EXPECT_EQ(points[3].probe, "shuffle");
+    if (pos == "none") {
+      EXPECT_EQ(points[3].consistency, 1.0);
+    }
+  }
+}

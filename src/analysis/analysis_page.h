@@ -41,7 +41,17 @@ struct AnalysisImages {
   torch::Tensor shown_raw;   ///< the images the pictures show, uint8 (show, C, H, W)
   torch::Tensor shown_x;     ///< the same normalised
   std::vector<std::string> shown_names;  ///< "test image I" or the file name, one per shown image
+  torch::Tensor probe_raw, probe_labels;  ///< the bias probes' test images (uint8) and labels
+  std::vector<double> mean, std;          ///< the test set's normalisation
 };
+
+/// Input pixels per step of a transformer's token grid: the patch size times the strides
+/// of a hybrid's CNN tokenizer.
+double token_stride_px(const ModelConfig& m);
+
+/// "## Bias probes" (every model): probes.csv and .png, numbers["probes"].
+void write_probes(AnalysisPage& page, Classifier& model, const Config& cfg, const AnalysisImages& images,
+                  int64_t max_shift);
 
 /// The first convolution-shaped weight in registration order: the stem, the tokenizer's
 /// first conv, or the patch projection.

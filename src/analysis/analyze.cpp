@@ -51,6 +51,9 @@ void check_request(const AnalyzeRequest& req) {
     throw ConfigError("--checkpoint: '" + req.checkpoint + "' is not one of best, last");
   if (req.images < 2) throw ConfigError("--images: expected at least 2, got " + std::to_string(req.images));
   if (req.show < 1) throw ConfigError("--show: expected at least 1, got " + std::to_string(req.show));
+  if (req.probe_images < 1)
+    throw ConfigError("--probe-images: expected at least 1, got " + std::to_string(req.probe_images));
+  if (req.max_shift < 0) throw ConfigError("--max-shift: expected 0 or more pixels, got " + std::to_string(req.max_shift));
 }
 
 // The first test images for the statistics; for the pictures the given files, or the
@@ -75,6 +78,11 @@ AnalysisImages load_images(const AnalyzeRequest& req, const Config& cfg) {
         throw DataError(req.image_files[i] + ": OpenCV cannot decode this image (or no such file)");
   }
   images.shown_x = normalize(images.shown_raw, data.mean, data.std);
+  const int64_t probes = std::min<int64_t>(req.probe_images, data.test.size());
+  images.probe_raw = data.test.images.narrow(0, 0, probes);
+  images.probe_labels = data.test.labels.narrow(0, 0, probes);
+  images.mean = data.mean;
+  images.std = data.std;
   for (int64_t i = 0; i < images.shown_raw.size(0); ++i)
     images.shown_names.push_back(req.image_files.empty() ? "test image " + std::to_string(i)
                                                          : fs::path(req.image_files[size_t(i)]).filename().string());
@@ -126,6 +134,7 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     else
       page.md << "## Attention\n\nNone: a convolutional network applies the same kernel at every position and for "
                  "every image (kernel variance across images 0 by construction).\n";
+    write_probes(page, model, cfg, images, std::min<int64_t>(req.max_shift, cfg.data.image_size - 1));
     page.text("analysis.json", page.numbers.dump(2) + "\n");
     page.text("README.md", page.md.str());
   }, "--out", kAnalysisKind, is_legacy_analysis);

@@ -13,6 +13,10 @@
 //                            patch grid) for several images per block, beside fixed conv
 //                            kernels; kernel_variance.csv: its variance across images
 //   attention_distance.csv/.png  mean attention distance per block and head
+//   attention_entropy.csv    entropy and score variance per block and head
+//   and for every model:
+//   probes.csv/.png          bias probes (analysis/probes.h): accuracy and consistency
+//                            under translation, a tile shuffle, rotation and scale
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -27,6 +31,8 @@ struct AnalyzeRequest {
   std::filesystem::path out;           ///< "" = RUN_DIR/analysis
   int64_t images = 32;                 ///< test images the statistics average over
   int64_t show = 4;                    ///< test images drawn (when no image_files are given)
+  int64_t probe_images = 1000;         ///< test images the bias probes evaluate (analysis/probes.h)
+  int64_t max_shift = 4;               ///< the translation probe's largest shift, in pixels
   std::vector<std::string> image_files;  ///< images to draw instead (decoded as `predict` does)
   /// The query of the pictures: "cls" (the class token; the central patch in blocks
   /// without one), "center", or "ROW,COL" (a patch of the grid, 0-based).

@@ -24,8 +24,8 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-// Input pixels per step of a transformer's token grid: the patch size times the strides
-// of a hybrid's CNN tokenizer.
+}  // namespace
+
 double token_stride_px(const ModelConfig& m) {
   int64_t halvings = 0;
   if (m.family == "hybrid")
@@ -33,6 +33,8 @@ double token_stride_px(const ModelConfig& m) {
                                      : int64_t(m.layers.size()) - 1 + (m.stem == "imagenet" ? 2 : 0);
   return double(m.patch_size) * double(int64_t(1) << halvings);
 }
+
+namespace {
 
 // Per block, over the statistics' images: mean distances weighted by images, kernel
 // moments summed, and the number of prefix tokens (class token) before the patches.

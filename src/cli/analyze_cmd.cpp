@@ -1,5 +1,5 @@
 // biaslab analyze RUN_DIR [--checkpoint best|last] [--images N] [--show K | --image FILE...]
-//                 [--query cls|center|ROW,COL] [--out DIR] [--set k=v]...
+//                 [--query cls|center|ROW,COL] [--probe-images N] [--max-shift K] [--out DIR] [--set k=v]...
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -23,6 +23,9 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("--show", args->req.show, "test images drawn in the pictures (without --image)")->capture_default_str();
   cmd->add_option("--image", args->req.image_files, "image files to draw instead of test images (repeatable)");
   cmd->add_option("--query", args->req.query, "query of the attention pictures: cls, center, or ROW,COL (a patch)")
+      ->capture_default_str();
+  cmd->add_option("--probe-images", args->req.probe_images, "test images the bias probes evaluate")->capture_default_str();
+  cmd->add_option("--max-shift", args->req.max_shift, "the translation probe's largest shift, in pixels")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "output folder (default: RUN_DIR/analysis)");
   cmd->add_option("--set", args->req.overrides, "override a value of the stored config, e.g. data.root=... (repeatable)");

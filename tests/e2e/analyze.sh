@@ -8,9 +8,9 @@ common=(--set data.train_per_class=20 --set train.steps=3 --set train.precision=
 "$BIASLAB" train -c "$SRC/configs/fmnist_resnet20.yaml" "${common[@]}" --out resnet > resnet.out 2>&1 \
   || { cat resnet.out; fail "ResNet training failed"; }
 
-"$BIASLAB" analyze vit --images 8 --show 3 > vit_analyze.out
+"$BIASLAB" analyze vit --images 8 --show 3 --probe-images 200 > vit_analyze.out
 for f in filters.png receptive_field.png receptive_field.csv attention_maps_0.png attention_maps_2.png rollout.png dynamic_kernels.png \
-         attention_distance.png attention_distance.csv kernel_variance.csv attention_entropy.csv analysis.json README.md; do
+         attention_distance.png attention_distance.csv kernel_variance.csv attention_entropy.csv probes.csv probes.png analysis.json README.md; do
   [[ -s vit/analysis/$f ]] || fail "vit/analysis/$f missing or empty"
 done
 for png in vit/analysis/*.png; do
@@ -34,10 +34,17 @@ ent = list(csv.DictReader(open("vit/analysis/attention_entropy.csv")))
 assert len(ent) == 2 * 4, len(ent)
 assert all(0 <= float(r["entropy_nats"]) <= math.log(10) + 1e-9 and float(r["score_variance"]) >= 0 for r in ent), ent
 assert abs(float(ent[0]["entropy_nats"]) - n["attention"][0]["entropy_nats"][0]) < 1e-4, (ent[0], n["attention"][0])
+# Bias probes: translation 0..4 px, the shuffle, two rotations, two scales; a shift of 0
+# changes no prediction and its accuracy is the model's on those images.
+probes = list(csv.DictReader(open("vit/analysis/probes.csv")))
+assert [p["probe"] for p in probes] == ["translation"] * 5 + ["shuffle"] + ["rotation"] * 2 + ["scale"] * 2, probes
+assert float(probes[0]["consistency"]) == 1.0, probes[0]
+assert all(0 <= float(p["accuracy"]) <= 1 and 0 <= float(p["consistency"]) <= 1 for p in probes), probes
+assert len(n["probes"]) == len(probes) and "## Bias probes" in page
 P
 echo "ok: ViT analysis"
 
-"$BIASLAB" analyze resnet --images 8 --out resnet_analysis > /dev/null
+"$BIASLAB" analyze resnet --images 8 --probe-images 200 --out resnet_analysis > /dev/null
 for f in filters.png receptive_field.png receptive_field.csv analysis.json README.md; do
   [[ -s resnet_analysis/$f ]] || fail "resnet_analysis/$f missing"
 done
@@ -52,7 +59,7 @@ echo "ok: ResNet analysis"
 
 # Chosen image files and a chosen query patch.
 "$BIASLAB" data export -c "$SRC/configs/fmnist_resnet20.yaml" --set data.train_per_class=1 --out fm > /dev/null
-"$BIASLAB" analyze vit --images 4 --image fm/test/9_Ankle_boot/000000.png --image fm/test/1_Trouser/000002.png \
+"$BIASLAB" analyze vit --images 4 --probe-images 50 --image fm/test/9_Ankle_boot/000000.png --image fm/test/1_Trouser/000002.png \
   --query 3,2 --out chosen > chosen.out
 [[ -s chosen/attention_maps_0.png && -s chosen/attention_maps_1.png && ! -e chosen/attention_maps_2.png ]] \
   || fail "one attention map per chosen image expected: $(ls chosen)"
@@ -66,7 +73,7 @@ mkdir keep && echo data > keep/file.txt
 expect_status 5 "keep is not empty and is not a biaslab analysis folder" "file.txt" -- "$BIASLAB" analyze vit --out keep
 [[ -s keep/file.txt ]] || fail "analyze touched a folder that was not its own"
 # A rerun replaces the earlier analysis whole: no stale pictures.
-"$BIASLAB" analyze vit --images 4 --show 1 > /dev/null
+"$BIASLAB" analyze vit --images 4 --show 1 --probe-images 50 > /dev/null
 [[ -s vit/analysis/.biaslab-files ]] || fail "the analysis folder has no manifest"
 # ...but not once a user has put a file of their own into it.
 echo notes > vit/analysis/notes.txt
@@ -76,6 +83,8 @@ rm vit/analysis/notes.txt
 [[ -s vit/analysis/attention_maps_0.png && ! -e vit/analysis/attention_maps_2.png && -z $(compgen -G 'vit/.analysis.partial.*') ]] \
   || fail "the rerun left stale files: $(ls vit/analysis)"
 expect_status 2 "--images: expected at least 2" -- "$BIASLAB" analyze vit --images 1
+expect_status 2 "--probe-images: expected at least 1, got 0" -- "$BIASLAB" analyze vit --probe-images 0
+expect_status 2 "--max-shift: expected 0 or more pixels, got -1" -- "$BIASLAB" analyze vit --max-shift -1
 expect_status 2 "--checkpoint: 'worst'" -- "$BIASLAB" analyze vit --checkpoint worst
 expect_status 5 "nothing: no such run directory or checkpoint file" -- "$BIASLAB" analyze nothing
 expect_status 2 "--out: required" -- "$BIASLAB" analyze vit/checkpoints/best.pt
