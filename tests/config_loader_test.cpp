@@ -353,3 +353,24 @@ TEST(ConfigLoader, EvalTestFinalNeedsAValidationSplit) {
             std::string::npos)
       << both;
 }
+
+// Where and how a run executes is marked on the field table's rows, not listed by hand:
+// a new knob is part of the experiment unless declared otherwise. Changing any of those
+// keys leaves the identity alone; changing another key (the seed, a learning rate) does not.
+TEST(ConfigLoader, ExecutionKeysAreLeftOutOfTheIdentity) {
+  EXPECT_EQ(execution_keys(),
+            (std::vector<std::string>{"data.root", "data.workers", "train.log_every", "train.tensorboard",
+                                      "runtime.threads", "runtime.device", "runtime.memory_format", "runtime.kernels",
+                                      "runtime.dist_backend", "runtime.dist_timeout_s", "runtime.max_memory_gb"}));
+  const std::string base = "model: {preset: resnet20}\ndata: {preset: fashion_mnist}\n";
+  const std::string identity = identity_yaml(load_config_text(base, "a.yaml"));
+  for (const std::string set : {"data.root=/elsewhere", "data.workers=3", "train.log_every=7", "train.tensorboard=false",
+                                "runtime.threads=1", "runtime.device=cpu", "runtime.memory_format=contiguous",
+                                "runtime.kernels=reference", "runtime.dist_backend=gloo", "runtime.dist_timeout_s=9",
+                                "runtime.max_memory_gb=3"})
+    EXPECT_EQ(identity_yaml(load_config_text(base, "a.yaml", {set})), identity) << set;
+  for (const std::string set : {"runtime.seed=1", "optim.lr=0.5", "model.widths=[8, 16, 32]", "data.train_fraction=0.5"})
+    EXPECT_NE(identity_yaml(load_config_text(base, "a.yaml", {set})), identity) << set;
+  EXPECT_EQ(identity.find("threads:"), std::string::npos) << identity;
+  EXPECT_NE(identity.find("seed: 0"), std::string::npos) << identity;
+}

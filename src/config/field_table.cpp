@@ -31,6 +31,9 @@ struct Field {
   }
   std::function<void(const Entry&)> read;
   std::function<void(YAML::Emitter&)> emit;
+  /// false for keys that say where and how a run executes rather than what it computes
+  /// (threads, device, data location, logging): left out of its experiment identity.
+  bool identity = true;
 };
 
 // Every string of a config ends up in JSON and YAML files (meta.json, summary.json,
@@ -55,6 +58,7 @@ class FieldTable {
  public:
   std::vector<Field> fields;
   std::vector<std::string> family_scope;  // set while declaring model keys of some families
+  bool execution_scope = false;           // set while declaring keys outside the identity
 
   void integer(const std::string& key, int64_t& ref, int64_t min, bool nullable = false,
                int64_t max = std::numeric_limits<int64_t>::max()) {
@@ -193,7 +197,7 @@ class FieldTable {
  private:
   void add(const std::string& key, std::function<void(const Entry&)> read,
            std::function<void(YAML::Emitter&)> emit) {
-    fields.push_back(Field{key, family_scope, std::move(read), std::move(emit)});
+    fields.push_back(Field{key, family_scope, std::move(read), std::move(emit), !execution_scope});
   }
 };
 
@@ -242,7 +246,9 @@ void add_model_fields(FieldTable& t, ModelConfig& m) {
 void add_data_fields(FieldTable& t, DataConfig& d) {
   t.text("data.preset", d.preset);
   t.choice("data.format", d.format, {"idx", "cifar10", "cifar100", "folder", "synthetic"});
+  t.execution_scope = true;  // the data's location: moved data is the same experiment
   t.text("data.root", d.root);
+  t.execution_scope = false;
   t.text("data.train_images", d.train_images);
   t.text("data.train_labels", d.train_labels);
   t.text("data.test_images", d.test_images);
@@ -275,7 +281,9 @@ void add_data_fields(FieldTable& t, DataConfig& d) {
   t.number("data.random_erasing", d.random_erasing, 0.0, 1.0);
   t.number("data.mixup_alpha", d.mixup_alpha, 0.0, 100.0);
   t.number("data.cutmix_alpha", d.cutmix_alpha, 0.0, 100.0);
+  t.execution_scope = true;
   t.integer("data.workers", d.workers, 0, false, kMaxWorkers);
+  t.execution_scope = false;
 }
 
 void add_optim_fields(FieldTable& t, OptimConfig& o) {
@@ -312,19 +320,25 @@ void add_train_fields(FieldTable& t, TrainConfig& tr) {
   t.integer("train.early_stop_min_steps", tr.early_stop_min_steps, 0);
   t.number("train.label_smoothing", tr.label_smoothing, 0.0, 1.0);
   t.number("train.grad_clip", tr.grad_clip, 0.0, 1e6);
+  t.execution_scope = true;  // logging
   t.integer("train.log_every", tr.log_every, 1);
   t.boolean("train.tensorboard", tr.tensorboard);
+  t.execution_scope = false;
 }
 
 void add_runtime_fields(FieldTable& t, RuntimeConfig& r) {
-  t.threads("runtime.threads", r.threads);
   t.integer("runtime.seed", r.seed, 0);
+  // Where and how it runs (these void the bitwise guarantee, not the experiment:
+  // docs/reliability.md, "Training state").
+  t.execution_scope = true;
+  t.threads("runtime.threads", r.threads);
   t.text("runtime.device", r.device);
   t.choice("runtime.memory_format", r.memory_format, {"auto", "channels_last", "contiguous"});
   t.choice("runtime.kernels", r.kernels, {"auto", "fused", "reference"});
   t.choice("runtime.dist_backend", r.dist_backend, {"auto", "gloo", "nccl"});
   t.integer("runtime.dist_timeout_s", r.dist_timeout_s, 1);
   t.number("runtime.max_memory_gb", r.max_memory_gb, 0.0, 1e9);
+  t.execution_scope = false;
 }
 
 FieldTable make_table(Config& c) {
@@ -415,7 +429,9 @@ Config read_fields(const Flat& merged) {
 
 using namespace config_detail;
 
-std::string to_yaml(const Config& config) {
+namespace {
+
+std::string emit_yaml(const Config& config, bool identity_only) {
   Config copy = config;
   FieldTable table = make_table(copy);
   auto skip = other_tokenizer_keys(copy.model);
@@ -430,6 +446,7 @@ std::string to_yaml(const Config& config) {
       if (f.key.rfind(section + ".", 0) != 0) continue;
       if (!f.applies_to(copy.model.family)) continue;
       if (std::find(skip.begin(), skip.end(), f.key) != skip.end()) continue;
+      if (identity_only && !f.identity) continue;
       out << YAML::Key << f.key.substr(section.size() + 1) << YAML::Value;
       f.emit(out);
     }
@@ -437,6 +454,21 @@ std::string to_yaml(const Config& config) {
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace
+
+std::string to_yaml(const Config& config) { return emit_yaml(config, false); }
+
+std::string identity_yaml(const Config& config) { return emit_yaml(config, true); }
+
+std::vector<std::string> execution_keys() {
+  Config c;
+  FieldTable table = make_table(c);
+  std::vector<std::string> keys;
+  for (const auto& f : table.fields)
+    if (!f.identity) keys.push_back(f.key);
+  return keys;
 }
 
 std::vector<std::pair<std::string, std::string>> config_values(const Config& config) {

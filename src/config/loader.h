@@ -31,6 +31,14 @@ Config load_config_text(const std::string& yaml, const std::string& source_name,
 /// The resolved config as YAML: every key explicit, reloadable with resolve_presets=false.
 std::string to_yaml(const Config& config);
 
+/// to_yaml without the keys that say where and how a run executes rather than what it
+/// computes (execution_keys): two configs are the same experiment when these are equal.
+std::string identity_yaml(const Config& config);
+
+/// The keys identity_yaml leaves out, as the field table marks them: data.root,
+/// data.workers, train.log_every, train.tensorboard and runtime's keys but the seed.
+std::vector<std::string> execution_keys();
+
 /// Every key of to_yaml's output with its value as text ("model.depth" -> "6"; lists in
 /// YAML's flow style, null as ""), in to_yaml's order: the run's hyper-parameters.
 std::vector<std::pair<std::string, std::string>> config_values(const Config& config);
