@@ -484,11 +484,20 @@ TEST(Report, RegimesAndTheBudgetComparison) {
             std::string::npos)
       << out.summary_markdown;
   EXPECT_NE(out.summary_markdown.find("Runs: fits 6, underfits 3, plateau 3"), std::string::npos) << out.summary_markdown;
+  // A next budget with no finished runs measures nothing: no "converged" either way, and
+  // the regime stays the curve's.
+  for (const auto& run : plan.runs)
+    if (run.swept[0].second == "resnet20" && run.swept[1].second == "20") fs::remove(layout.run_dir(run.name) / "summary.json");
+  write_report(layout, plan, layout.root / "report-unfinished");
+  const auto unfinished = read_csv(layout.root / "report-unfinished" / "summary.csv");
+  EXPECT_EQ(unfinished[1][conv], "");
+  EXPECT_EQ(unfinished[1][sreg], "fits");
+  EXPECT_EQ(unfinished[3][conv], "no");
   // A stricter delta (0.1 points) leaves no budget converged.
   Plan strict = plan;
   strict.report.converged_delta = 0.001;
   const ReportOutput strict_out = write_report(layout, strict, layout.root / "report-strict");
-  EXPECT_NE(strict_out.summary_markdown.find("0 of 2 budget steps measured are converged"), std::string::npos)
+  EXPECT_NE(strict_out.summary_markdown.find("0 of 1 budget steps measured are converged"), std::string::npos)
       << strict_out.summary_markdown;
 }
 

@@ -67,7 +67,8 @@ std::vector<GroupRegime> group_regimes(const Grouping& g, const BudgetComparison
     gr.held_out = mean_of(held);
     gr.rise = rise.size() == train.size() ? mean_of(rise) : kNaN;
     gr.regime = regime_of(gr.train_acc, gr.held_out, gr.rise, rule);
-    if (const BudgetStep* step = b.step_of(g, grp)) {
+    const BudgetStep* step = b.step_of(g, grp);
+    if (step && step->change.n > 0) {  // a next budget with runs to pair
       gr.converged = step->converged ? "yes" : "no";
       gr.regime = regime_with_budget(gr.regime, gr.train_acc, gr.held_out, step->change.mean, b.delta, rule);
     }
