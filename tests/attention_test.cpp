@@ -304,14 +304,16 @@ namespace {
 
 // Whether the autograd graph behind `out` has a node whose name contains `name`.
 bool graph_has_node(const torch::Tensor& out, const std::string& name) {
-  std::vector<std::shared_ptr<torch::autograd::Node>> todo{out.grad_fn()};
+  // Raw pointers (the graph lives as long as `out`): LibTorch 1.13 holds nodes in
+  // shared_ptr, 2.x's edges in intrusive_ptr.
+  std::vector<torch::autograd::Node*> todo{out.grad_fn().get()};
   std::set<torch::autograd::Node*> seen;
   while (!todo.empty()) {
-    auto node = todo.back();
+    torch::autograd::Node* node = todo.back();
     todo.pop_back();
-    if (!node || !seen.insert(node.get()).second) continue;
+    if (!node || !seen.insert(node).second) continue;
     if (node->name().find(name) != std::string::npos) return true;
-    for (const auto& edge : node->next_edges()) todo.push_back(edge.function);
+    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
   }
   return false;
 }
