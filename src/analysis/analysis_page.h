@@ -50,8 +50,9 @@ struct AnalysisImages {
 double token_stride_px(const ModelConfig& m);
 
 /// "## Bias probes" (every model): probes.csv and .png, numbers["probes"].
-void write_probes(AnalysisPage& page, Classifier& model, const Config& cfg, const AnalysisImages& images,
-                  int64_t max_shift);
+/// `vit`: the model as a transformer (its tiles are the token stride), or null.
+void write_probes(AnalysisPage& page, Classifier& model, const ViTImpl* vit, const Config& cfg,
+                  const AnalysisImages& images, int64_t max_shift);
 
 /// The first convolution-shaped weight in registration order: the stem, the tokenizer's
 /// first conv, or the patch projection.

@@ -134,7 +134,7 @@ AnalyzeReport analyze_run(const AnalyzeRequest& req) {
     else
       page.md << "## Attention\n\nNone: a convolutional network applies the same kernel at every position and for "
                  "every image (kernel variance across images 0 by construction).\n";
-    write_probes(page, model, cfg, images, std::min<int64_t>(req.max_shift, cfg.data.image_size - 1));
+    write_probes(page, model, vit, cfg, images, std::min<int64_t>(req.max_shift, cfg.data.image_size - 1));
     page.text("analysis.json", page.numbers.dump(2) + "\n");
     page.text("README.md", page.md.str());
   }, "--out", kAnalysisKind, is_legacy_analysis);

@@ -9,10 +9,10 @@
 
 namespace biaslab::analysis_detail {
 
-void write_probes(AnalysisPage& page, Classifier& model, const Config& cfg, const AnalysisImages& images,
-                  int64_t max_shift) {
+void write_probes(AnalysisPage& page, Classifier& model, const ViTImpl* vit, const Config& cfg,
+                  const AnalysisImages& images, int64_t max_shift) {
   // The shuffle's tiles: a transformer's token stride (a patch ViT's tokens), else 4 px.
-  const bool transformer = cfg.model.family != "resnet";
+  const bool transformer = vit != nullptr;
   const auto block = transformer ? int64_t(token_stride_px(cfg.model)) : int64_t(4);
   const auto points = run_probes(model, images.probe_raw, images.probe_labels, images.mean, images.std, max_shift, block);
   std::string csv = "probe,amount,accuracy,consistency\n";

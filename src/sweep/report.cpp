@@ -227,7 +227,8 @@ Grouping group_results(const Plan& plan, const std::vector<RunResult>& results) 
 }
 
 ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path& out_dir, const RegimeRule& rule) {
-  const std::vector<RunResult> results = collect_results(layout, plan);
+  std::vector<RunResult> results = collect_results(layout, plan);
+  for (auto& r : results) r.regime = detail::run_regime(r, rule);
   check_metric_found(plan, results);
   const Grouping g = group_results(plan, results);
   claim_report_folder(out_dir);
@@ -238,7 +239,7 @@ ReportOutput write_report(const Layout& layout, const Plan& plan, const fs::path
     out.files.push_back(out_dir / name);
   };
   const detail::TuningRecord tuning = detail::read_tuning(layout, plan);
-  write("results.csv", detail::results_csv(plan, results, tuning, rule));
+  write("results.csv", detail::results_csv(plan, results, tuning));
   const detail::PairedData pairs = detail::paired_data(plan, g, results);
   const detail::PairedTables paired = detail::paired_differences(plan, pairs);
   if (!paired.csv.empty()) write("paired.csv", paired.csv);

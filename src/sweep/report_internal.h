@@ -78,14 +78,14 @@ struct TuningRecord {
 TuningRecord read_tuning(const Layout& layout, const Plan& plan);
 
 /// results.csv: one row per planned run (`tuned`: the values its cell chose).
-std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
-                        const RegimeRule& rule);
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning);
 
 /// The held-out accuracy a run's training accuracy is compared with: final validation
 /// accuracy when it has a split, else final test accuracy.
 double held_out_acc(const RunResult& r);
 
-/// A run's regime (sweep/regime.h) from its own curve; "" when it cannot tell.
+/// A run's regime (sweep/regime.h) from its own curve; "" when it cannot tell. write_report
+/// stores it in RunResult::regime for the tables and checks.
 std::string run_regime(const RunResult& r, const RegimeRule& rule);
 
 /// Where the sweep varies the budget (a non-seed axis train.epochs or train.steps): per

@@ -45,8 +45,7 @@ std::string derived_columns(const std::vector<std::string>& keys, const std::vec
 
 }  // namespace
 
-std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning,
-                        const RegimeRule& rule) {
+std::string results_csv(const Plan& plan, const std::vector<RunResult>& results, const TuningRecord& tuning) {
   std::string csv = "run";
   for (const auto& k : plan.keys) csv += "," + csv_cell(k);
   const std::string metric = column_stem(plan.report.metric);
@@ -75,7 +74,7 @@ std::string results_csv(const Plan& plan, const std::vector<RunResult>& results,
                        r.complete ? std::to_string(r.best_epoch) : "", num(r.best_test_acc), num(r.best_val_acc),
                        num(r.train_time_s, "{:.1f}"), num(r.wall_time_s, "{:.1f}"), csv_cell(r.reason));
     csv.pop_back();
-    csv += "," + num(r.final_train_eval_acc) + "," + run_regime(r, rule) + "," + csv_cell(r.drift);
+    csv += "," + num(r.final_train_eval_acc) + "," + r.regime + "," + csv_cell(r.drift);
     if (tuning.tuned) {
       const auto it = tuning.chosen.find(r.run->cell);
       csv += "," + csv_cell(it == tuning.chosen.end() ? "" : it->second);

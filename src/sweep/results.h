@@ -40,6 +40,7 @@ struct RunResult {
   double wall_time_s = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> accuracies;  ///< the final.*_acc and best.*_acc numbers summary.json has
   std::vector<CurvePoint> curve;  ///< evaluated epochs of metrics.csv
+  std::string regime;             ///< sweep/regime.h, set by the report ("" when it cannot tell)
   /// Non-empty when the run directory's config.yaml is another experiment than the
   /// sweep's planned configs/RUN.yaml (e.g. a run made by hand with other --set values):
   /// the first differing line. Such a run is left out of the statistics.

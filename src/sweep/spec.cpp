@@ -36,6 +36,11 @@ struct Reader {
 // mappings in flow style.
 std::string value_text(const YAML::Node& n) { return yaml_value_text(n, "~"); }
 
+// A name that is one plain word: a variants axis, a tune param of variants.
+bool is_plain_word(const std::string& name) {
+  return !name.empty() && name.find('.') == std::string::npos && name_part(name) == name;
+}
+
 void check_key(const Reader& r, const YAML::Node& key_node) {
   const std::string key = key_node.as<std::string>();
   const bool ok = !key.empty() && key.front() != '.' && key.back() != '.' &&
@@ -195,7 +200,7 @@ struct AxisReader {
                        "{model: {cnn: {model.preset: resnet20}, vit: {model.preset: vit_lite_p4}}}");
     for (const auto& kv : variants) {
       const std::string axis_name = kv.first.as<std::string>();
-      if (axis_name.empty() || axis_name.find('.') != std::string::npos || name_part(axis_name) != axis_name)
+      if (!is_plain_word(axis_name))
         r.fail(kv.first, "variants: axis name '" + axis_name + "' must be a plain word (no dots)");
       if (!swept.insert(axis_name).second) r.fail(kv.first, "'" + axis_name + "' is swept twice");
       if (!kv.second.IsMap() || kv.second.size() == 0)
@@ -386,7 +391,7 @@ void read_tune(const Reader& r, const YAML::Node& node, const std::set<std::stri
         if (p.second.IsMap() && p.second["variants"]) {
           // A categorical param of named override sets, e.g. a regularisation level.
           const std::string what = "tune.params." + param.key;
-          if (param.key.empty() || param.key.find('.') != std::string::npos || name_part(param.key) != param.key)
+          if (!is_plain_word(param.key))
             r.fail(p.first, what + ": a param of variants is named by a plain word (no dots), e.g. regularisation");
           not_swept(p.first, "tune.params");
           if (p.second.size() != 1 || !p.second["variants"].IsMap() || p.second["variants"].size() < 2)

@@ -261,7 +261,7 @@ TuneEntry Tuner::entry_of(const TuneCell& cell, int rung, size_t k, const Ledger
   return e;
 }
 
-bool Tuner::extend(TuneCell& cell, size_t& best, const Ledger& ledger, bool retry_failed) const {
+bool Tuner::extend_beyond_grid(TuneCell& cell, size_t& best, const Ledger& ledger, bool retry_failed) const {
   const auto& params = spec_.tune.params;
   const int last = int(schedule_.size()) - 1;
   double best_metric = kNaN;
@@ -354,7 +354,7 @@ void Tuner::refresh(bool retry_failed) {
     }
     if (waiting || !cell.failure.empty()) continue;
     size_t best = alive.front();
-    if (extend(cell, best, ledger, retry_failed))
+    if (extend_beyond_grid(cell, best, ledger, retry_failed))
       cell.chosen = int(best);
     else
       cell.rung = int(schedule_.size()) - 1;  // an extension of the last rung is pending

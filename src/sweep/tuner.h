@@ -108,7 +108,7 @@ class Tuner {
   TuneEntry entry_of(const TuneCell& cell, int rung, size_t candidate, const Ledger& ledger, bool retry_failed) const;
   /// Extends `cell` beyond its grid from `best` (tune.extend); false while an extension
   /// run is pending.
-  bool extend(TuneCell& cell, size_t& best, const Ledger& ledger, bool retry_failed) const;
+  bool extend_beyond_grid(TuneCell& cell, size_t& best, const Ledger& ledger, bool retry_failed) const;
   std::vector<std::string> tuning_overrides(const TuneCell& cell, int rung, size_t candidate) const;
   std::string tuning_run_name(const TuneCell& cell, int rung, size_t candidate) const;
   const std::string& tuning_config(const TuneCell& cell, int rung, size_t candidate) const;
