@@ -560,6 +560,40 @@ def print_table(rows, header):
           + (", ptc = PyTorch under torch.compile" if compiled else "") + "; ratio = biaslab / PyTorch)")
 
 
+def mfu(row):
+    """Model FLOPs utilisation of each side, phase by phase: model FLOP/s over the peak
+    `biaslab bench` measured on the spot (same CPU, precision and threads); training
+    counts 3x the forward FLOPs, as bench does."""
+    bench = row["bench"]
+    peak = bench.get("peak", {}).get("flops_per_s", 0.0)
+    flops = bench["model"]["flops_per_image"]
+    sides = {"bl": row["biaslab"], "pt": {k: v["images_per_s"] for k, v in row["pytorch"].items()}}
+    if "pytorch_compiled" in row:
+        sides["ptc"] = {k: v["images_per_s"] for k, v in row["pytorch_compiled"].items()}
+    out = {}
+    for side, rates in sides.items():
+        for phase, per_image in (("train", 3 * flops), ("infer", flops)):
+            out[f"{phase} {side}"] = 100.0 * rates[phase] * per_image / peak if peak > 0 else float("nan")
+    return out
+
+
+def print_mfu(rows, cpu):
+    print()
+    print(f"MFU: model FLOP/s / the peak biaslab bench measured on this CPU ({cpu}) at each row's precision "
+          "and threads; training counts 3x the forward FLOPs")
+    for r in rows:
+        peak = r["bench"].get("peak", {})
+        cells = "  ".join(f"{k} {v:5.1f}%" for k, v in r["mfu"].items())
+        print(f"{r['model']:<9}{r['precision']:<5} {cells}   (peak {peak.get('flops_per_s', 0) / 1e9:.1f} GFLOP/s: "
+              f"{peak.get('kernel', '?')})")
+    for r in rows:
+        for phase in ("train", "infer"):
+            kernels = r["bench"].get(phase, {}).get("kernels")
+            if kernels is not None:
+                print(f"{r['model']:<9}{r['precision']:<5} biaslab {phase} kernels: "
+                      f"{', '.join(kernels) if kernels else 'LibTorch operators only'}")
+
+
 def csv_list(text, allowed, what):
     items = [t.strip() for t in text.split(",") if t.strip()]
     bad = [t for t in items if t not in allowed]
@@ -706,6 +740,10 @@ def main():
               f"attention "
               f"{'/'.join(attention)}; warm-up {args.warmup}, {args.repeats} x {args.steps} steps")
     print_table(rows, header)
+    for r in rows:
+        r["mfu"] = mfu(r)
+    cpu = rows[0]["bench"].get("cpu", {}) if rows else {}
+    print_mfu(rows, f"{cpu.get('model', '?')}: {' '.join(cpu.get('isa', []))}")
     if args.json:
         result = {
             "torch_version": torch.__version__, "libtorch_version": libtorch, "python": sys.executable,

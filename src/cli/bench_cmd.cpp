@@ -25,6 +25,7 @@
 #include "engine/memory_format.h"
 #include "engine/precision.h"
 #include "engine/run_context.h"
+#include "layers/kernel_log.h"
 #include "models/registry.h"
 #include "models/summary.h"
 
@@ -133,20 +134,33 @@ void run_bench(const Args& a) {
                                peak > 0 ? 100 * r.median * flops_per_image / peak : 0.0);
     std::cout << "\n" << std::flush;
   };
+  // Which of biaslab's fused kernels the timed calls ran (runtime.kernels picks them by
+  // layer, precision and CPU).
+  auto kernels = [&](const std::string& what) {
+    const std::vector<std::string> ran = kernel_log::ran();
+    out[what]["kernels"] = ran;
+    if (a.json) return;
+    std::cout << fmt::format("  {:<6} kernels ({}): {}\n", what, cfg.runtime.kernels,
+                             ran.empty() ? std::string("LibTorch operators only") : fmt::format("{}", fmt::join(ran, ", ")));
+  };
   if (only.count("train")) {
+    kernel_log::clear();
     const Rate r = bench_training(cfg, device, s);
     out["train"] = compute_json(r, 3 * fwd_flops, peak);
     out["train"]["step_ms"] = 1e3 * double(cfg.train.batch_size) / std::max(r.median, 1e-9);
     line("train", cfg.train.batch_size, r, 3 * fwd_flops);
+    kernels("train");
     if (!s.trace.empty()) {
       out["train"]["trace"] = s.trace;
       if (!a.json) std::cout << "  trace of " << s.steps << " training steps: " << s.trace << "\n";
     }
   }
   if (only.count("infer")) {
+    kernel_log::clear();
     const Rate r = bench_inference(cfg, device, s);
     out["infer"] = compute_json(r, fwd_flops, peak);
     line("infer", cfg.train.eval_batch_size, r, fwd_flops);
+    kernels("infer");
   }
   if (only.count("loader")) {
     json loader = json::array();

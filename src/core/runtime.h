@@ -30,10 +30,11 @@ bool blas_uses_pthreads();
 
 /// Which implementation the layers with a fused kernel use (runtime.kernels):
 ///   auto:      the fastest measured where it applies (docs/performance.md): on the CPU,
-///              biaslab's attention kernel in fp32 and LibTorch's unfused operators in
-///              bf16 (LibTorch 1.13 and 2.x alike), and biaslab's residual add + LayerNorm
-///              kernel in pre-norm blocks; on CUDA, LibTorch's fused attention where it
-///              has one (2.0+), its unfused operators otherwise;
+///              biaslab's attention kernel in fp32 and in bf16 (on AVX512-BF16's
+///              instructions where the CPU has them), LibTorch 1.13 and 2.x alike, and
+///              biaslab's residual add + LayerNorm kernel in pre-norm blocks; on CUDA,
+///              LibTorch's fused attention where it has one (2.0+), its unfused
+///              operators otherwise;
 ///   fused:     biaslab's fused kernels wherever they apply (the CPU attention kernel,
 ///              the add + LayerNorm kernel), LibTorch's fused attention elsewhere;
 ///   reference: LibTorch's unfused operators everywhere, the path every kernel is tested against.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "layers/kernel_log.h"
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 
@@ -84,6 +85,7 @@ class AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFuncti
                                                 const at::Tensor& a_in, const at::Tensor& weight_in,
                                                 const at::Tensor& bias_in, double eps, int64_t n_dtype) {
     RECORD_FUNCTION("biaslab::add_layer_norm_cpu", std::vector<c10::IValue>());  // named in profiles (bench --trace)
+    kernel_log::note("add+LayerNorm", x_in.scalar_type() == at::kFloat && a_in.scalar_type() == at::kFloat ? "fp32" : "bf16 rows in fp32");
     const int64_t c = x_in.size(-1);
     const at::Tensor x = x_in.contiguous(), a = a_in.contiguous();
     const at::Tensor w = weight_in.contiguous(), b = bias_in.contiguous();

@@ -120,13 +120,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   // GPSA's mixture of two attentions.
   const bool fusable = options.fused() && mode != KernelMode::Reference && !keep_attn_ && !options.gated_positional();
   auto qkv_out = linear(qkv, x);  // (B, N, 3C)
-  // biaslab's CPU kernel (not with dropout on the weights while training): with `fused`;
-  // with `auto` in fp32, where it measured faster than LibTorch's operators and than
-  // 2.x's scaled_dot_product_attention on the CPU (docs/performance.md#fused-cpu-attention).
-  // In bf16 on the CPU `auto` keeps LibTorch's operators (native bf16 products), faster
-  // than both fused kernels there.
+  // biaslab's CPU kernel (not with dropout on the weights while training), with `fused`
+  // and `auto` alike: in fp32 and in bf16 it measured faster than LibTorch's operators and
+  // than 2.x's scaled_dot_product_attention on the CPU (docs/performance.md#fused-cpu-attention).
   const bool cpu_kernel = fusable && attention_cpu_supports(qkv_out) && (!is_training() || options.attn_drop() == 0.0);
-  if (cpu_kernel && (mode == KernelMode::Fused || qkv_out.scalar_type() == torch::kFloat)) {
+  if (cpu_kernel) {
     const torch::Tensor bias = relative_position_bias_table.defined() ? relative_bias(n, x.device()) : torch::Tensor();
     auto out = attention_cpu(qkv_out, h, bias, mask_, options.score_scale(d));  // (B, N, C)
     return proj_drop(linear(proj, out));

@@ -14,8 +14,12 @@
 namespace biaslab {
 
 /// Attention over the output of a fused qkv projection.
-///   qkv:   (B, N, 3C) float or bfloat16 (bf16 is computed in fp32 and returned as bf16),
-///          laid out as [q | k | v] with heads of width C / heads inside each;
+///   qkv:   (B, N, 3C) float or bfloat16, laid out as [q | k | v] with heads of width
+///          C / heads inside each. bf16 stays bf16 in and out (saved for backward as
+///          such): each tile's rows are packed for AVX512-BF16's products where the CPU
+///          has them (layers/bf16_gemm.h; probabilities and score gradients rounded to
+///          bf16 as the products' operands), else widened to fp32 for the fp32 tile;
+///          scores, softmax, log-sum-exp and sums are fp32 either way;
 ///   bias:  additive logits (heads, N, N) float, or undefined; differentiable;
 ///   mask:  (N, N) bool, true where query i may attend key j, or undefined;
 ///   scale: multiplies q . k (1 / sqrt(head width)).

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/kernel_log.h"
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 #include "layers/vec_math.h"
@@ -94,6 +95,7 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& h_in, const at::Tensor& bias_in) {
     RECORD_FUNCTION("biaslab::bias_gelu_cpu", std::vector<c10::IValue>());  // named in profiles (bench --trace)
+    kernel_log::note("bias+GELU", h_in.scalar_type() == at::kFloat ? "fp32" : "bf16 rows in fp32");
     const at::Tensor h = h_in.contiguous(), b = bias_in.contiguous();
     const int64_t c = h.size(-1), rows = h.numel() / c;
     at::Tensor y = at::empty(h.sizes(), h.options());

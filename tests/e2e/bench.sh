@@ -31,6 +31,12 @@ for k in ("train", "infer"):
     assert 0 < r["min"] <= r["images_per_s"] <= r["max"], r
     assert abs(r["flops_per_s"] - r["images_per_s"] * b["model"]["flops_per_image"] * (3 if k == "train" else 1)) < 1e-6 * r["flops_per_s"]
     assert abs(r["mfu"] - r["flops_per_s"] / b["peak"]["flops_per_s"]) < 1e-9, r
+# The fused kernels that ran (runtime.kernels: auto): the attention kernel on every CPU,
+# on AVX512-BF16's path in bf16 where the CPU has it; the add + LayerNorm in pre-norm blocks.
+path = "fp32" if not native else ("bf16, AVX512-BF16" if "avx512_bf16" in flags else "bf16, widened to fp32 per tile")
+for k in ("train", "infer"):
+    assert f"attention ({path})" in b[k]["kernels"], (k, b[k]["kernels"])
+    assert any(x.startswith("add+LayerNorm (") for x in b[k]["kernels"]), (k, b[k]["kernels"])
 assert [l["variant"] for l in b["loader"]] == ["normalise only", "configured augmentation"], b["loader"]
 assert all(l["images_per_s"] > 0 for l in b["loader"])
 print("bench.json ok")
@@ -59,6 +65,9 @@ grep -qE "^  peak \(fp32, fastest dense kernel: (mm|1x1 conv|3x3 conv)" <<<"$out
 grep -qE "^  input 1x28x28, precision fp32, 2 thread\(s\), device cpu, channels-last, " <<<"$out" \
   || fail "auto memory format of a ResNet"
 grep -q "infer\|loader" <<<"$out" && fail "--only train measured more"
+grep -qE "^  train +kernels \(auto\): LibTorch operators only$" <<<"$out" || fail "kernels line of a ResNet"
+out=$("$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" "${tiny[@]}" --set runtime.kernels=reference --only infer)
+grep -qE "^  infer +kernels \(reference\): LibTorch operators only$" <<<"$out" || fail "kernels line under reference"
 expect_status 2 "--only" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --only train,gpu
 expect_status 2 "--steps" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --steps 0
 expect_status 2 "train.precision" -- "$BIASLAB" bench -c "$SRC/configs/fmnist_vit_lite.yaml" --set train.precision=fp8
@@ -88,6 +97,10 @@ assert sorted((r["model"], r["precision"]) for r in rows) == sorted(
 for r in rows:
     assert r["params"] == r["bench"]["model"]["params"] > 0, r
     assert all(r["ratio"][k] > 0 for k in ("train", "infer")), r
+    # MFU against bench's measured peak: the rate times the FLOPs per image over that peak.
+    peak, flops = r["bench"]["peak"]["flops_per_s"], r["bench"]["model"]["flops_per_image"]
+    assert abs(r["mfu"]["train bl"] - 100 * r["biaslab"]["train"] * 3 * flops / peak) < 1e-6, r["mfu"]
+    assert abs(r["mfu"]["infer pt"] - 100 * r["pytorch"]["infer"]["images_per_s"] * flops / peak) < 1e-6, r["mfu"]
 print("vs.json ok")
 P
   # torch.compile peers (torch 2.x only, e.g. the --torch pip suite): one model, fp32.
