@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "config/loader.h"
 #include "core/errors.h"
+#include "core/runtime.h"
+#include "core/torch_compat.h"
 #include "engine/precision.h"
 #include "models/registry.h"
 #include "models/resnet.h"
@@ -445,5 +451,113 @@ TEST(Models, StagesComposeToForwardForEveryPreset) {
     auto y = x;
     for (const auto& stage : model->stages()) y = stage.forward(y);
     EXPECT_TRUE(torch::allclose(y, model->forward(x), 1e-5, 1e-5)) << name;
+  }
+}
+
+TEST(Models, Bf16ResidualStreamUnderAutocast) {
+  // residual_in_autocast: under bf16 autocast the tokens between blocks are bf16 (the
+  // embeddings cast once), through every block form (pre/post-norm, LayerScale's fp32
+  // gains, token BatchNorm); the logits stay within bf16's resolution of the fp32
+  // stream's, gradients reach every parameter in fp32. Without autocast it changes nothing.
+  struct Variant {
+    std::string name;
+    ViTOptions options;
+  };
+  const auto base = ViTOptions(8, 2, 3).in_chans(1).embed_dim(16).depth(2).num_heads(4);
+  const std::vector<Variant> variants = {{"pre-norm", base},
+                                         {"post-norm", ViTOptions(base).norm_placement("post")},
+                                         {"layer scale", ViTOptions(base).layer_scale_init(0.1)},
+                                         {"batchnorm", ViTOptions(base).norm("batchnorm")},
+                                         {"gap, no class token", ViTOptions(base).pool("gap")}};
+  for (const auto& v : variants) {
+    torch::manual_seed(30);
+    auto fp32_stream = std::make_shared<ViTImpl>(ViTOptions(v.options).residual_in_autocast(false));
+    auto bf16_stream = std::make_shared<ViTImpl>(ViTOptions(v.options).residual_in_autocast(true));
+    test::copy_shared_parameters(*fp32_stream, *bf16_stream);
+    fp32_stream->eval();
+    bf16_stream->eval();
+    auto x = torch::randn({3, 1, 8, 8});
+    EXPECT_TRUE(torch::equal(fp32_stream->forward(x), bf16_stream->forward(x))) << v.name << ": no autocast";
+    compat::set_autocast(c10::DeviceType::CPU, true, at::kBFloat16);
+    std::vector<c10::ScalarType> seen;
+    auto y = x;
+    for (const auto& stage : bf16_stream->stages()) {
+      y = stage.forward(y);
+      if (stage.name == "embed" || stage.name.rfind("blocks.", 0) == 0) seen.push_back(y.scalar_type());
+    }
+    auto y32 = x;
+    for (const auto& stage : fp32_stream->stages()) {
+      y32 = stage.forward(y32);
+      if (stage.name.rfind("blocks.", 0) == 0) {
+        EXPECT_EQ(y32.scalar_type(), torch::kFloat) << v.name;
+      }
+    }
+    EXPECT_EQ(seen, std::vector<c10::ScalarType>(3, torch::kBFloat16)) << v.name;  // embed + 2 blocks
+    auto logits = bf16_stream->forward(x).to(torch::kFloat);
+    auto ref = fp32_stream->forward(x).to(torch::kFloat);
+    EXPECT_LT((logits - ref).abs().max().item<double>(), 5e-2 * ref.abs().max().item<double>() + 1e-2) << v.name;
+    bf16_stream->train();
+    bf16_stream->forward(x).to(torch::kFloat).pow(2).sum().backward();
+    compat::set_autocast(c10::DeviceType::CPU, false, at::kBFloat16);
+    compat::clear_autocast_cache();
+    for (const auto& p : bf16_stream->named_parameters()) {
+      ASSERT_TRUE(p.value().grad().defined()) << v.name << ": " << p.key();
+      EXPECT_EQ(p.value().grad().scalar_type(), torch::kFloat) << v.name << ": " << p.key();
+      EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << v.name << ": " << p.key();
+    }
+  }
+}
+
+namespace {
+
+// How many autograd nodes behind `out` have `name` in their name.
+int count_nodes(const torch::Tensor& out, const std::string& name) {
+  std::vector<torch::autograd::Node*> todo{out.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen;
+  int count = 0;
+  while (!todo.empty()) {
+    torch::autograd::Node* node = todo.back();
+    todo.pop_back();
+    if (!node || !seen.insert(node).second) continue;
+    if (node->name().find(name) != std::string::npos) ++count;
+    for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST(Models, PreNormBlocksChainTheirNorms) {
+  // Each pre-norm block hands the next its norm1 output, computed with its own last
+  // residual add in one pass of the add + LayerNorm kernel: 2 per block, 1 for the last
+  // (its norm2 only). Not across the class token's late join after GPSA blocks. Under
+  // runtime.kernels=reference the chained forward is the block-by-block one, bit for bit.
+  struct Case {
+    std::string name;
+    ViTOptions options;
+    int fused_norms;
+  };
+  const auto base = ViTOptions(8, 2, 3).in_chans(1).embed_dim(16).depth(3).num_heads(4);
+  const std::vector<Case> cases = {{"plain", base, 5},
+                                   {"GPSA, class token joins before block 1", ViTOptions(base).gpsa_layers(1), 4},
+                                   {"post-norm", ViTOptions(base).norm_placement("post"), 0}};
+  for (const auto& c : cases) {
+    torch::manual_seed(31);
+    auto vit = std::make_shared<ViTImpl>(c.options);
+    vit->eval();
+    auto x = torch::randn({2, 1, 8, 8}, torch::requires_grad());
+    auto by_stages = [&] {
+      auto y = x;
+      for (const auto& stage : vit->stages()) y = stage.forward(y);  // block by block
+      return y;
+    };
+    {
+      KernelModeScope reference(KernelMode::Reference);
+      EXPECT_TRUE(torch::equal(vit->forward(x), by_stages())) << c.name;
+    }
+    KernelModeScope fused(KernelMode::Fused);
+    auto out = vit->forward(x);
+    EXPECT_EQ(count_nodes(out, "AddLayerNormFunction"), c.fused_norms) << c.name;
+    EXPECT_TRUE(torch::allclose(out, by_stages(), 1e-5, 1e-5)) << c.name;
   }
 }

@@ -43,6 +43,7 @@ struct ModelConfig {
   std::string attn_scale = "sqrt_dk";  ///< sqrt_dk (scores q.k / sqrt(head width)) | none (unscaled)
   double attn_temperature = 1.0;       ///< softmax temperature: scores divided by it (> 0)
   bool rezero = false;           ///< ReZero: a scalar residual gain from 0 on every branch
+  std::string residual_stream = "fp32";  ///< fp32 | autocast: the tokens between blocks in bf16 under bf16 autocast
   // Start from weights saved elsewhere (export/weights.h): a torch.save'd dict of tensors
   // or a TorchScript module, torchvision / timm / biaslab names. Fresh runs only.
   std::string init_from;         ///< "" = the family's own initialisation

@@ -238,6 +238,7 @@ void add_model_fields(FieldTable& t, ModelConfig& m) {
   t.choice("model.attn_scale", m.attn_scale, {"sqrt_dk", "none"});
   t.number("model.attn_temperature", m.attn_temperature, 0.0, 1000.0, true);
   t.boolean("model.rezero", m.rezero);
+  t.choice("model.residual_stream", m.residual_stream, {"fp32", "autocast"});
   t.family_scope = {};
   t.text("model.init_from", m.init_from);
   t.list("model.init_skip", m.init_skip, "key prefixes", 0.0);

@@ -61,7 +61,7 @@ void TokenBatchNormImpl::reset() {
 
 torch::Tensor TokenBatchNormImpl::forward(const torch::Tensor& x) {
   if (is_training()) num_batches_tracked.add_(1);
-  auto flat = x.reshape({-1, dim});  // (B*N, C): batch_norm normalises each column
+  auto flat = in_fp32(x).reshape({-1, dim});  // (B*N, C): batch_norm normalises each column
   auto y = torch::batch_norm(flat, weight, bias, running_mean, running_var, is_training(), momentum, eps,
                              /*cudnn_enabled=*/true);
   return y.view(x.sizes());

@@ -66,20 +66,32 @@ void TransformerBlockImpl::reset() {
   drop_path = register_module("drop_path", DropPath(options.drop_path()));
 }
 
-torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) { return forward_chained(x, {}, nullptr).first; }
+
+std::pair<torch::Tensor, torch::Tensor> TransformerBlockImpl::forward_chained(const torch::Tensor& x,
+                                                                             const torch::Tensor& n1,
+                                                                             torch::nn::AnyModule* next_norm) {
+  TORCH_CHECK(chains() || (!n1.defined() && !next_norm), "TransformerBlock: only pre-norm residual blocks chain");
   const bool res = options.residual();
+  // A bf16 residual stream (ViTOptions::residual_in_autocast) stays bf16 through the block:
+  // what LayerScale's fp32 gains or an fp32 norm would promote is cast back.
+  auto stream = [&](const torch::Tensor& t) {
+    return x.scalar_type() == torch::kBFloat16 && t.scalar_type() != torch::kBFloat16 ? t.to(torch::kBFloat16) : t;
+  };
   // A residual branch: optional LayerScale gain, then stochastic depth.
-  auto branch = [&](const torch::Tensor& t, LayerScale& ls) { return drop_path(ls ? ls(t) : t); };
+  auto branch = [&](const torch::Tensor& t, LayerScale& ls) { return stream(drop_path(ls ? ls(t) : t)); };
   if (options.norm_placement() == "post") {
     auto a = branch(attn(x), ls1);
-    auto y = norm1.forward(res ? x + a : a);
+    auto y = stream(norm1.forward(res ? x + a : a));
     auto m = branch(mlp(y), ls2);
-    return norm2.forward(res ? y + m : m);
+    return {stream(norm2.forward(res ? y + m : m)), {}};
   }
-  auto a = branch(attn(norm1.forward(x)), ls1);
-  if (!res) return branch(mlp(norm2.forward(a)), ls2);
+  auto a = branch(attn(n1.defined() ? n1 : norm1.forward(x)), ls1);
+  if (!res) return {branch(mlp(norm2.forward(a)), ls2), {}};
   auto [y, n] = add_then_norm(x, a, norm2);
-  return y + branch(mlp(n), ls2);
+  auto m = branch(mlp(n), ls2);
+  if (next_norm) return add_then_norm(y, m, *next_norm);
+  return {y + m, {}};
 }
 
 }  // namespace biaslab

@@ -8,6 +8,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <string>
+#include <utility>
 
 #include "export/scriptable.h"
 #include "layers/attention.h"
@@ -60,6 +61,15 @@ class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl>, 
   void reset() override;
   /// x: (B, N, C) -> (B, N, C)
   torch::Tensor forward(const torch::Tensor& x);
+  /// For pre-norm residual blocks in a row (chains() of both): `n1` is norm1(x) when the
+  /// block before computed it (else undefined: computed here), and with `next_norm` (the
+  /// next block's norm1) the block returns {its output y, next_norm(y)} from one pass of
+  /// the fused add + LayerNorm where it applies (two operators otherwise: the same
+  /// values as forward() then the next block's norm1). Without, {forward(x), undefined}.
+  std::pair<torch::Tensor, torch::Tensor> forward_chained(const torch::Tensor& x, const torch::Tensor& n1,
+                                                          torch::nn::AnyModule* next_norm);
+  /// Whether forward_chained can take and pass on the normalised input (pre-norm, residual).
+  bool chains() const { return options.norm_placement() == "pre" && options.residual(); }
   torch::jit::Module to_script(script::Builder& b, const std::string& path) const override;
 
   TransformerBlockOptions options;

@@ -53,6 +53,7 @@ ViTOptions vit_options(const ModelConfig& m, const InputSpec& in) {
       .attn_scale_by_sqrt_dk(m.attn_scale == "sqrt_dk")
       .attn_temperature(m.attn_temperature)
       .rezero(m.rezero)
+      .residual_in_autocast(m.residual_stream == "autocast")
       .residual(m.residual);
 }
 

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <tuple>
+
+#include "core/torch_compat.h"
 #include "layers/conv_tokenizer.h"
 #include "layers/init.h"
 #include "layers/norm.h"
@@ -80,18 +83,22 @@ ViTImpl::ViTImpl(const ViTOptions& options_) : options(options_) {
 }
 
 torch::Tensor ViTImpl::with_cls(const torch::Tensor& tokens) {
-  return torch::cat({cls_token.expand({tokens.size(0), -1, -1}), tokens}, 1);  // (B, N+1, D)
+  return torch::cat({cls_token.to(tokens.scalar_type()).expand({tokens.size(0), -1, -1}), tokens}, 1);  // (B, N+1, D)
 }
 
 torch::Tensor ViTImpl::embed(const torch::Tensor& x, bool map) {
   auto t = map ? patch_embed->project(x) : patch_embed(x);  // (B, N, D)
   // Under autocast the projection computes in bf16/fp16; the residual stream stays in the
   // parameters' precision whatever the class-token and positional-embedding knobs (whose
-  // additions would otherwise decide it), so those ablations differ in nothing else.
-  const auto dtype = patch_embed->proj->weight.scalar_type();
+  // additions would otherwise decide it), so those ablations differ in nothing else; or in
+  // bf16 under bf16 autocast with residual_in_autocast, the class token and the positions
+  // cast to it once per forward pass.
+  auto dtype = patch_embed->proj->weight.scalar_type();
+  if (options.residual_in_autocast() && compat::autocast_dtype(t.device().type()) == torch::kBFloat16)
+    dtype = torch::kBFloat16;
   if (t.scalar_type() != dtype) t = t.to(dtype);
   if (cls_token.defined() && cls_at() == 0) t = with_cls(t);
-  return pos_drop(pos_embed.defined() ? t + pos_embed : t);
+  return pos_drop(pos_embed.defined() ? t + pos_embed.to(dtype) : t);
 }
 
 torch::Tensor ViTImpl::run_block(size_t i, const torch::Tensor& t) {
@@ -102,7 +109,26 @@ torch::Tensor ViTImpl::run_block(size_t i, const torch::Tensor& t) {
 
 torch::Tensor ViTImpl::forward_features(const torch::Tensor& x) {
   auto t = embed(x, false);
-  for (size_t i = 0; i < blocks->size(); ++i) t = run_block(i, t);
+  // Pre-norm blocks chain: each passes the next its normalised input, computed with its
+  // own last residual add in one pass (TransformerBlockImpl::forward_chained). Not across
+  // the class token's late join (GPSA), which changes the tokens in between.
+  const bool joins = cls_token.defined() && cls_at() > 0;
+  torch::Tensor n;  // norm1 of t for block i, from block i - 1, or undefined
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    auto& block = blocks->at<TransformerBlockImpl>(i);
+    if (joins && i == cls_at()) {
+      t = with_cls(t);
+      n = torch::Tensor();
+    }
+    if (!block.chains()) {
+      t = block.forward(t);
+      continue;
+    }
+    const bool chain = i + 1 < blocks->size() && !(joins && i + 1 == cls_at()) &&
+                       blocks->at<TransformerBlockImpl>(i + 1).chains();
+    std::tie(t, n) = block.forward_chained(t, n, chain ? &blocks->at<TransformerBlockImpl>(i + 1).norm1 : nullptr);
+  }
+  if (joins && cls_at() == blocks->size()) t = with_cls(t);
   return norm.forward(t);
 }
 

@@ -68,6 +68,10 @@ struct ViTOptions {
   TORCH_ARG(double, attn_temperature) = 1.0;
   /// ReZero scalar residual gains from 0 (see TransformerBlockOptions).
   TORCH_ARG(bool, rezero) = false;
+  /// The residual stream (the tokens between blocks) in bf16 when the forward pass runs
+  /// under bf16 autocast: the embeddings are cast once, blocks add in bf16 and pass bf16
+  /// on (LayerNorm statistics stay fp32); false keeps it in the parameters' dtype.
+  TORCH_ARG(bool, residual_in_autocast) = false;
 };
 
 class ViTImpl : public Classifier, public Scriptable {

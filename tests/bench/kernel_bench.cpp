@@ -1,6 +1,7 @@
 // Times biaslab's fused CPU kernels against the LibTorch operators they replace, on one
 // transformer block's tensors (vit_lite_p4 at batch 128: 50 tokens of width 128, 4 heads):
-//   add+norm:  add_layer_norm_cpu  vs  x + a, layer_norm (and the cast to bf16 in bf16);
+//   add+norm:  add_layer_norm_cpu  vs  x + a, layer_norm (and the cast to bf16 in bf16), with
+//              an fp32 residual stream x and, in bf16, also a bf16 one ("bf16 stream");
 //   attention: attention_cpu       vs  matmul, softmax, matmul on the qkv projection,
 //              and (LibTorch 2.x) vs its scaled_dot_product_attention ("vs SDPA");
 //   fc1+gelu:  linear without bias, bias_gelu_cpu  vs  linear with bias, gelu (the MLP's
@@ -107,6 +108,21 @@ int main(int argc, char** argv) {
       return std::make_pair(std::vector<torch::Tensor>{y, n}, std::vector<torch::Tensor>{gy, gn});
     }, leaves);
     report("add+norm", name, fused, reference);
+    if (bf16) {  // a bf16 residual stream (model.residual_stream: autocast): x, y and their gradient bf16 too
+      auto xs = x.detach().to(dtype).requires_grad_(true);
+      auto gys = gy.to(dtype);
+      const std::vector<torch::Tensor> stream_leaves = {xs, a, w, b};
+      auto fused_stream = time_it(repeats, [&] {
+        auto [y, n] = biaslab::add_layer_norm_cpu(xs, a, w, b, 1e-6, dtype);
+        return std::make_pair(std::vector<torch::Tensor>{y, n}, std::vector<torch::Tensor>{gys, gn});
+      }, stream_leaves);
+      auto reference_stream = time_it(repeats, [&] {
+        auto y = xs + a;  // LayerNorm in fp32, as LayerNormFp32 (1.13's takes no bf16 input with fp32 weights)
+        auto n = torch::layer_norm(y.to(torch::kFloat), {width}, w, b, 1e-6).to(dtype);
+        return std::make_pair(std::vector<torch::Tensor>{y, n}, std::vector<torch::Tensor>{gys, gn});
+      }, stream_leaves);
+      report("add+norm", "bf16 stream", fused_stream, reference_stream);
+    }
     // attention on a (B, N, 3C) qkv projection output.
     auto qkv = torch::randn({batch, tokens, 3 * width}).to(dtype).requires_grad_(true);
     auto go = torch::randn({batch, tokens, width}).to(dtype);
