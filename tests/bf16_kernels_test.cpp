@@ -227,3 +227,28 @@ TEST(AttentionBf16, VectorAndPortablePathsAgree) {
   EXPECT_LT(scaled_error(vec.dbias, port.dbias), 1e-2);
   EXPECT_FALSE(torch::equal(vec.dqkv, port.dqkv)) << "the two paths ran the same code";
 }
+
+TEST(AttentionBf16, FullyMaskedRowGivesZeros) {
+  // A query that may attend to nothing gets a zero output and passes no gradient, on both
+  // paths; the other rows match the fp32 definition.
+  torch::manual_seed(25);
+  const int64_t b = 2, n = 6, heads = 2, d = 4, c = heads * d;
+  auto mask = torch::ones({n, n}, torch::kBool);
+  mask[3] = false;
+  auto qkv32 = torch::randn({b, n, 3 * c});
+  auto w = torch::randn({b, n, c});
+  std::vector<bool> paths = {false};
+  if (bf16_gemm::vector_available()) paths.push_back(true);
+  for (bool vector : paths) {
+    bf16_gemm::set_vector_path(vector);
+    const Grads got = run_bf16(qkv32, heads, {}, mask, 0.5, w);
+    EXPECT_EQ(got.out.select(1, 3).abs().max().item<float>(), 0.f) << vector;
+    EXPECT_EQ(got.dqkv.select(1, 3).narrow(-1, 0, c).abs().max().item<float>(), 0.f) << vector;  // its q
+    auto keep = torch::ones({n, n}, torch::kBool);
+    auto ref = reference_attention(qkv32.to(torch::kBFloat16).to(torch::kFloat), heads, {}, keep, 0.5);
+    auto rows = torch::tensor({0, 1, 2, 4, 5});
+    EXPECT_LT(scaled_error(got.out.index_select(1, rows), ref.index_select(1, rows)), 2e-2) << vector;
+    EXPECT_TRUE(torch::isfinite(got.dqkv.to(torch::kFloat)).all().item<bool>()) << vector;
+  }
+  bf16_gemm::set_vector_path(true);
+}

@@ -10,8 +10,8 @@ namespace biaslab {
 namespace {
 
 // The flags kernels dispatch on, in the order they are reported.
-const char* const kIsaFlags[] = {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_bf16",
-                                 "amx_tile"};
+const char* const kIsaFlags[] = {"avx2",        "fma",      "avx512f", "avx512bw", "avx512vl",
+                                 "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile"};
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");

@@ -121,8 +121,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const bool fusable = options.fused() && mode != KernelMode::Reference && !keep_attn_ && !options.gated_positional();
   auto qkv_out = linear(qkv, x);  // (B, N, 3C)
   // biaslab's CPU kernel (not with dropout on the weights while training), with `fused`
-  // and `auto` alike: in fp32 and in bf16 it measured faster than LibTorch's operators and
-  // than 2.x's scaled_dot_product_attention on the CPU (docs/performance.md#fused-cpu-attention).
+  // and `auto` alike. It measured faster than LibTorch's operators and than 2.x's
+  // scaled_dot_product_attention on the CPU in fp32, and in bf16 both on AVX512-BF16 CPUs
+  // (its vector products) and on an AVX2-only one (tiles widened to fp32, against
+  // LibTorch's emulated bf16): docs/performance.md#what-runtimekernels-auto-runs-by-cpu.
   const bool cpu_kernel = fusable && attention_cpu_supports(qkv_out) && (!is_training() || options.attn_drop() == 0.0);
   if (cpu_kernel) {
     const torch::Tensor bias = relative_position_bias_table.defined() ? relative_bias(n, x.device()) : torch::Tensor();

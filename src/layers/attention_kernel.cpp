@@ -268,9 +268,9 @@ void backward_tile_bf16_portable(const TileBf16& t, const uint16_t* out, const u
   round_rows(g + 2 * n * d, n, d, dv, t.ld);
 }
 
-// Vector: the five products on bf16_gemm (vdpbf16ps, fp32 sums), the probabilities and
-// the score gradients rounded to bf16 as their operands (as flash attention does), the
-// softmax in fp32.
+// Vector: the products (two forward, five backward) on bf16_gemm (vdpbf16ps, fp32 sums),
+// the probabilities and the score gradients rounded to bf16 as their operands (as flash
+// attention does), the softmax in fp32.
 BIASLAB_TARGET_CLONES void forward_tile_bf16(const TileBf16& t, uint16_t* out, float* lse, Bf16Scratch& w) {
   namespace bg = bf16_gemm;
   const int64_t n = t.n, d = t.d;
@@ -308,7 +308,7 @@ BIASLAB_TARGET_CLONES void backward_tile_bf16(const TileBf16& t, const uint16_t*
   for (int64_t i = 0; i < n; ++i) {
     float* dsi = ds + i * n;
     const float* pi = p + i * n;
-    const float di = dot(pi, dsi, n);  // sum_j p_ij dP_ij (= dO_i . O_i before O's rounding)
+    const float di = dot(pi, dsi, n);  // sum_j p_ij dP_ij: dO_i . O_i up to P's and O's rounding
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dsi[j] = pi[j] * (dsi[j] - di);  // softmax backward
   }

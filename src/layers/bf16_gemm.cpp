@@ -137,7 +137,7 @@ BIASLAB_BF16_TARGET void interleave_vector(const float* x0, const float* x1, int
 bool detect() {
 #ifdef BIASLAB_BF16_VECTOR
   const CpuInfo& cpu = cpu_info();
-  return cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512_bf16");
+  return cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl") && cpu.has("avx512_bf16");
 #else
   return false;
 #endif

@@ -8,7 +8,8 @@
 // The product runs on `vdpbf16ps` where the CPU has AVX512-BF16 (chosen at run time from
 // core/cpu_info, so one binary runs on every x86-64 CPU) and on a portable loop that
 // computes the same sums in fp32 otherwise. bf16 values are their bits (uint16_t);
-// rounding from fp32 is to nearest even, as LibTorch's casts.
+// rounding from fp32 is to nearest even, as LibTorch's casts (the vector path's
+// instructions also read and write denormals as zero; the portable path keeps them).
 #include <cstdint>
 
 namespace biaslab::bf16_gemm {
@@ -46,7 +47,7 @@ void gemm_portable(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t*
                    const uint16_t* b, float* c, int64_t ldc);
 
 /// Whether this build has the AVX512-BF16 product and this CPU runs it (avx512f, avx512bw,
-/// avx512_bf16).
+/// avx512vl, avx512_bf16).
 bool vector_available();
 /// Whether gemm (and the kernels' bf16 paths) take the vector path: vector_available()
 /// unless turned off by set_vector_path(false) (tests compare the two paths).

@@ -1,8 +1,8 @@
 #pragma once
 // Which of biaslab's fused CPU kernels ran, and on which path, since the log was last
 // cleared: `bench` prints it, so a figure says what produced it (runtime.kernels picks by
-// layer, precision and CPU; docs/performance.md). Each kernel notes itself once per call,
-// forward and backward; process-wide and thread-safe.
+// layer, precision and CPU; docs/performance.md). Each kernel notes itself once per
+// forward call (its backward takes the same path); process-wide and thread-safe.
 #include <string>
 #include <vector>
 

@@ -65,7 +65,9 @@ class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl>, 
   /// block before computed it (else undefined: computed here), and with `next_norm` (the
   /// next block's norm1) the block returns {its output y, next_norm(y)} from one pass of
   /// the fused add + LayerNorm where it applies (two operators otherwise: the same
-  /// values as forward() then the next block's norm1). Without, {forward(x), undefined}.
+  /// values as forward() then the next block's norm1; in a bf16 residual stream the
+  /// kernel normalises the sum before rounding y, so within bf16's resolution of them).
+  /// Without, {forward(x), undefined}.
   std::pair<torch::Tensor, torch::Tensor> forward_chained(const torch::Tensor& x, const torch::Tensor& n1,
                                                           torch::nn::AnyModule* next_norm);
   /// Whether forward_chained can take and pass on the normalised input (pre-norm, residual).
