@@ -17,6 +17,7 @@
 #include "core/build_info.h"
 #include "core/cpu_info.h"
 #include "core/errors.h"
+#include "core/kernel_log.h"
 #include "core/runtime.h"
 #include "core/torch_compat.h"
 #include "data/dataset.h"
@@ -25,7 +26,6 @@
 #include "engine/memory_format.h"
 #include "engine/precision.h"
 #include "engine/run_context.h"
-#include "layers/kernel_log.h"
 #include "models/registry.h"
 #include "models/summary.h"
 

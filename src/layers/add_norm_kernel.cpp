@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "layers/kernel_log.h"
+#include "core/kernel_log.h"
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 

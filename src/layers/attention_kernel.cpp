@@ -12,8 +12,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/kernel_log.h"
 #include "layers/bf16_gemm.h"
-#include "layers/kernel_log.h"
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 #include "layers/vec_math.h"

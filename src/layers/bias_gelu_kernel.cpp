@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/kernel_log.h"
+#include "core/kernel_log.h"
 #include "layers/kernel_rows.h"
 #include "layers/kernel_target.h"
 #include "layers/vec_math.h"

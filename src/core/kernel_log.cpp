@@ -1,4 +1,4 @@
-#include "layers/kernel_log.h"
+#include "core/kernel_log.h"
 
 #include <mutex>
 #include <set>
